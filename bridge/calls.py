@@ -1,0 +1,132 @@
+"""The table of calls in flight: one future per call, answered by the page.
+
+A call is opened when an agent calls a tool, answered (or failed) by whatever
+happens first — the page's return, the page going away, the timeout, the
+agent's cancel — and closed exactly once, into a short history for the
+dashboard. Knows nothing of sockets or MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ProgressSink = Callable[[float, "float | None", "str | None"], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a call ended: the page's result, or an error message the agent will read."""
+
+    result: Any = None
+    error: str | None = None
+    kind: str = "result"  # result | error | timeout | page_gone | cancelled | invalid_arguments
+
+    @classmethod
+    def failure(cls, kind: str, message: str) -> Outcome:
+        return cls(error=message, kind=kind)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(eq=False)
+class Call:
+    call_id: str
+    room: str
+    session_id: str
+    tool_key: str
+    tool_name: str  # as the page knows it
+    params: dict[str, Any]
+    mcp_request_id: Any
+    future: asyncio.Future[Outcome]
+    on_progress: ProgressSink | None = None
+    started: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.time)
+
+    def summary(self, now: float | None = None) -> dict[str, Any]:
+        age = (now if now is not None else time.monotonic()) - self.started
+        return {"call_id": self.call_id, "room": self.room, "session_id": self.session_id, "tool": self.tool_key,
+                "started_at": self.started_at, "age_s": round(age, 3)}
+
+
+class CallTable:
+    """Calls in flight, by bridge-wide unique `call_id`, plus the last finished ones."""
+
+    def __init__(self, history: int = 100) -> None:
+        self._calls: dict[str, Call] = {}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=history)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def open(self, *, room: str, session_id: str, tool_key: str, tool_name: str, params: dict[str, Any],
+             mcp_request_id: Any = None, on_progress: ProgressSink | None = None) -> Call:
+        # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
+        call_id = "c_" + secrets.token_urlsafe(12)
+        call = Call(call_id, room, session_id, tool_key, tool_name, params, mcp_request_id,
+                    asyncio.get_running_loop().create_future(), on_progress)
+        self._calls[call_id] = call
+        return call
+
+    def get(self, call_id: str) -> Call | None:
+        return self._calls.get(call_id)
+
+    def in_flight(self, session_id: str | None = None) -> list[Call]:
+        return [c for c in self._calls.values() if session_id is None or c.session_id == session_id]
+
+    def settle(self, call_id: str, outcome: Outcome, *, session_id: str | None = None) -> bool:
+        """Answer a call; False when it is unknown, already answered, or (given `session_id`) not that page's."""
+        call = self._calls.get(call_id)
+        if call is None or call.future.done() or (session_id is not None and call.session_id != session_id):
+            return False
+        call.future.set_result(outcome)
+        return True
+
+    def report_progress(self, call_id: str, progress: float, total: float | None, message: str | None,
+                        *, session_id: str | None = None) -> bool:
+        call = self._calls.get(call_id)
+        if call is None or call.future.done() or (session_id is not None and call.session_id != session_id):
+            return False
+        if call.on_progress is not None:
+            call.on_progress(progress, total, message)
+        return True
+
+    def close(self, call: Call, outcome: Outcome) -> None:
+        """Forget a call (idempotent) and remember how it ended."""
+        if self._calls.pop(call.call_id, None) is None:
+            return
+        if not call.future.done():
+            call.future.cancel()
+        entry = call.summary()
+        entry.update(duration_s=entry.pop("age_s"), outcome=outcome.kind, error=outcome.error)
+        self.recent.appendleft(entry)
+
+
+class MonotonicProgress:
+    """Progress values an agent sees, which must only increase.
+
+    The page's own values pass through while they increase; keep-alive ticks
+    (sent so clients with a request timeout keep waiting) and any page value
+    that would go backwards are renumbered one above the last value sent, with
+    no total, so nothing the agent sees ever decreases or exceeds its total.
+    """
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+
+    def page(self, progress: float, total: float | None, message: str | None) -> tuple[float, float | None, str | None]:
+        if self.last is None or progress > self.last:
+            self.last = progress
+            return progress, total if total is not None and total >= progress else None, message
+        return self.tick(message)
+
+    def tick(self, message: str | None) -> tuple[float, None, str | None]:
+        self.last = 0.0 if self.last is None else self.last + 1
+        return self.last, None, message

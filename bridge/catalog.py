@@ -1,0 +1,280 @@
+"""Who registered which tool in which room, and which of them an agent sees.
+
+A room's tools are listed plainly while they fit the inline limits; past them
+the room is in search mode: the first tools in registration order stay inline,
+the rest are deferred behind the search index until a search or a call
+activates them. Nothing here knows about sockets or MCP.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+from pydantic import ValidationError
+
+from bridge.messages import ToolDefinition, validation_summary
+from bridge.search import IndexedTool, ToolIndex
+
+MCP_NAME_MAX = 64
+_NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def mcp_safe_name(name: str) -> str:
+    """Some clients reject anything but `[A-Za-z0-9_-]{1,64}` in tool names."""
+    return _NOT_MCP_NAME_CHAR.sub("_", name)[:MCP_NAME_MAX] or "tool"
+
+
+def estimate_tokens(payload: Any) -> int:
+    """Characters / 4 of the JSON an agent would read: coarse, model-independent."""
+    return len(json.dumps(payload, separators=(",", ":"))) // 4
+
+
+@dataclass(frozen=True)
+class ListingPolicy:
+    inline_max: int = 40
+    inline_token_budget: int = 5000
+    description_max_chars: int = 200
+    reserved_names: frozenset[str] = frozenset()
+    # What the meta-tools cost when listed; they count against both limits in search mode.
+    meta_tools: int = 0
+    meta_tool_tokens: int = 0
+
+
+@dataclass(eq=False)
+class Tool:
+    key: str  # the MCP name agents see
+    page_name: str  # the name the page gave
+    session_id: str
+    definition: ToolDefinition
+    app: str | None
+    seq: int  # registration order in the room
+    _arguments_validator: Any = field(default=None, repr=False)
+
+    def describe(self, description_max_chars: int | None = None) -> dict[str, Any]:
+        """The tool as an MCP tool definition (wire shape), optionally with a cut description."""
+        d = self.definition
+        description = d.description
+        if description_max_chars is not None and len(description) > description_max_chars:
+            description = description[: description_max_chars - 1].rstrip() + "…"
+        listed: dict[str, Any] = {"name": self.key, "description": description, "inputSchema": d.inputSchema}
+        if d.title is not None:
+            listed["title"] = d.title
+        if d.outputSchema is not None:
+            listed["outputSchema"] = d.outputSchema
+        if d.annotations is not None:
+            listed["annotations"] = d.annotations.model_dump(exclude_none=True)
+        return listed
+
+    def argument_errors(self, arguments: dict[str, Any]) -> str | None:
+        """A readable reason the arguments break the input schema, or None."""
+        if self._arguments_validator is None:
+            self._arguments_validator = jsonschema.Draft202012Validator(self.definition.inputSchema)
+        try:
+            errors = sorted(self._arguments_validator.iter_errors(arguments), key=lambda e: list(e.path))
+        except jsonschema.exceptions._RefResolutionError as exc:  # an unresolvable $ref: nothing to check against
+            return f"The tool's input schema cannot be used to check arguments: {exc}"
+        if not errors:
+            return None
+        return "; ".join(f"{'/'.join(map(str, e.path)) or '(arguments)'}: {e.message}" for e in errors[:5])
+
+    def indexed(self) -> IndexedTool:
+        d = self.definition
+        return IndexedTool(key=self.key, name=self.page_name, description=d.description, title=d.title,
+                           app=self.app, input_schema=d.inputSchema)
+
+
+def check_definition(raw: dict[str, Any]) -> ToolDefinition:
+    """Parse one tool definition a page sent; ValueError says what is wrong with it."""
+    try:
+        definition = ToolDefinition.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError(validation_summary(exc)) from None
+    for field_name in ("inputSchema", "outputSchema"):
+        schema = getattr(definition, field_name)
+        if schema is None:
+            continue
+        if schema.get("type") != "object":
+            raise ValueError(f'{field_name} must be a JSON Schema with "type": "object" at its root')
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"{field_name} is not a valid JSON Schema: {exc.message}") from None
+    return definition
+
+
+@dataclass(frozen=True)
+class Listing:
+    tools: list[dict[str, Any]]  # MCP tool definitions, in registration order
+    search_mode: bool
+    deferred: int  # tools in the room that are not listed
+
+    @cached_property
+    def keys(self) -> frozenset[str]:
+        return frozenset(t["name"] for t in self.tools)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Equal fingerprints mean an agent would see the same tools/list."""
+        return json.dumps([self.search_mode, self.tools], sort_keys=True)
+
+
+class Room:
+    """The tools of one room, their MCP names, their index and what is listed."""
+
+    def __init__(self, name: str, policy: ListingPolicy) -> None:
+        self.name = name
+        self.policy = policy
+        self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
+        self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
+        self._activated: set[str] = set()
+        self._index = ToolIndex()
+        self._seq = 0
+        self._listing: Listing | None = None
+        self._listeners: list[Callable[[Room], None]] = []
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, key: str) -> Tool | None:
+        return self._tools.get(key)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def tools_of(self, session_id: str) -> list[Tool]:
+        return [t for t in self._tools.values() if t.session_id == session_id]
+
+    def is_deferred(self, key: str) -> bool:
+        return key in self._tools and key not in self.listing().keys
+
+    def listing(self) -> Listing:
+        if self._listing is None:
+            self._listing = self._compute_listing()
+        return self._listing
+
+    def _compute_listing(self) -> Listing:
+        p = self.policy
+        if len(self._tools) <= p.inline_max:
+            everything = [t.describe() for t in self._tools.values()]
+            if sum(map(estimate_tokens, everything)) <= p.inline_token_budget:
+                return Listing(everything, search_mode=False, deferred=0)
+        # Search mode: a prefix of registration order that fits beside the meta-tools, then
+        # whatever agents activated, whatever the budget says (they asked for it).
+        inline: list[Tool] = []
+        room_for, budget = p.inline_max - p.meta_tools, p.inline_token_budget - p.meta_tool_tokens
+        for tool in self._tools.values():
+            cost = estimate_tokens(tool.describe(p.description_max_chars))
+            if room_for <= 0 or cost > budget:
+                break
+            inline.append(tool)
+            room_for, budget = room_for - 1, budget - cost
+        prefix = {t.key for t in inline}
+        activated = sorted((self._tools[k] for k in self._activated if k not in prefix), key=lambda t: t.seq)
+        listed = [t.describe(p.description_max_chars) for t in inline + activated]
+        return Listing(listed, search_mode=True, deferred=len(self._tools) - len(listed))
+
+    # --- change ----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[Room], None]) -> Callable[[], None]:
+        """Call `listener(room)` after every change that may alter the listing."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _changed(self) -> None:
+        self._listing = None
+        for listener in list(self._listeners):
+            listener(self)
+
+    def register(self, session_id: str, app: str | None, definitions: Iterable[ToolDefinition]) -> list[Tool]:
+        """Add or replace a page's tools; returns them with their MCP names."""
+        registered = []
+        for definition in definitions:
+            existing = self._by_page.get((session_id, definition.name))
+            if existing is not None:
+                existing.definition, existing.app, existing._arguments_validator = definition, app, None
+                registered.append(existing)
+                continue
+            self._seq += 1
+            tool = Tool(self._free_name(definition.name, session_id), definition.name, session_id, definition, app,
+                        self._seq)
+            self._tools[tool.key] = tool
+            self._by_page[(session_id, definition.name)] = tool
+            registered.append(tool)
+        if registered:
+            self._index.add(t.indexed() for t in registered)
+            self._changed()
+        return registered
+
+    def _free_name(self, page_name: str, session_id: str) -> str:
+        """The page's own name when free; else `<name>__<first 6 chars of the page's session id>`.
+
+        A name, once given, never changes while its tool lives, so agents can keep calling it.
+        """
+        def taken(name: str) -> bool:
+            return name in self._tools or name in self.policy.reserved_names
+
+        name = mcp_safe_name(page_name)
+        if not taken(name):
+            return name
+        suffix = "__" + session_id[:6]
+        candidate = name[: MCP_NAME_MAX - len(suffix)] + suffix
+        n = 2
+        while taken(candidate):  # the same page registered two names that sanitize alike
+            tail = f"{suffix}_{n}"
+            candidate, n = name[: MCP_NAME_MAX - len(tail)] + tail, n + 1
+        return candidate
+
+    def unregister(self, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
+        """Remove the named tools of a page (all of them when `page_names` is None)."""
+        if page_names is None:
+            doomed = self.tools_of(session_id)
+        else:
+            doomed = [t for n in page_names if (t := self._by_page.get((session_id, n))) is not None]
+        for tool in doomed:
+            del self._tools[tool.key]
+            del self._by_page[(session_id, tool.page_name)]
+            self._activated.discard(tool.key)
+        if doomed:
+            self._index.remove(t.key for t in doomed)
+            self._changed()
+        return doomed
+
+    # --- search and activation -------------------------------------------------------------
+
+    def activate(self, keys: Iterable[str]) -> bool:
+        """List deferred tools from now on; True when the listing changed. Idempotent."""
+        fresh = [k for k in keys if k in self._tools and k not in self._activated and self.is_deferred(k)]
+        if not fresh:
+            return False
+        self._activated.update(fresh)
+        self._changed()
+        return True
+
+    def search(self, query: str, limit: int) -> list[Tool]:
+        return [self._tools[hit.key] for hit in self._index.search(query, limit) if hit.key in self._tools]
+
+
+class Catalog:
+    """All rooms; a room exists while anything refers to it."""
+
+    def __init__(self, policy: ListingPolicy) -> None:
+        self.policy = policy
+        self._rooms: dict[str, Room] = {}
+
+    def room(self, name: str) -> Room:
+        room = self._rooms.get(name)
+        if room is None:
+            room = self._rooms[name] = Room(name, self.policy)
+        return room
+
+    def rooms(self) -> list[Room]:
+        return list(self._rooms.values())

@@ -1,0 +1,154 @@
+"""The hub joins pages and agents: page sessions, the catalog, and calls in flight.
+
+Both edges talk to it: the page endpoints hand it parsed page messages, the MCP
+adapter asks it for listings and calls. It runs on one asyncio loop and does
+no I/O of its own; what a page must be told is pushed on its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from typing import Any
+
+from bridge import messages, meta_tools
+from bridge.calls import CallTable, Outcome, ProgressSink
+from bridge.catalog import ROOM_NAME, Catalog, ListingPolicy, Room, Tool, check_definition, estimate_tokens
+from bridge.config import Settings
+from bridge.messages import Hello, ProtocolError, RegisterTools, ToolProgress, ToolReturn, UnregisterTools
+from bridge.sessions import PageSession
+
+log = logging.getLogger("bridge")
+
+PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
+
+
+class Hub:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.catalog = Catalog(ListingPolicy(
+            inline_max=settings.inline_max,
+            inline_token_budget=settings.inline_token_budget,
+            description_max_chars=settings.description_max_chars,
+            reserved_names=settings.meta_tool_names,
+            meta_tools=len(settings.meta_tool_names),
+            meta_tool_tokens=sum(map(estimate_tokens, meta_tools.definitions(settings))),
+        ))
+        self.calls = CallTable()
+        self.sessions: dict[str, PageSession] = {}
+
+    def room(self, name: str) -> Room:
+        return self.catalog.room(name)
+
+    # --- pages -----------------------------------------------------------------------------
+
+    def hello(self, msg: Hello) -> tuple[PageSession, bool]:
+        """Open or resume a page's session; the caller then owns connection number `session.connection`."""
+        if self.settings.token and not secrets.compare_digest(msg.token or "", self.settings.token):
+            raise ProtocolError("unauthorized", "This bridge needs a token in agui.hello.", reply_to=msg.id)
+        if not ROOM_NAME.fullmatch(msg.room):
+            raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
+        session = self.sessions.get(msg.session_id or "")
+        resumed = session is not None and session.room == msg.room
+        if not resumed:
+            session = PageSession(msg.room, msg.page)
+            self.sessions[session.id] = session
+            log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
+        if session.expiry is not None:
+            session.expiry.cancel()
+            session.expiry = None
+        session.connection += 1
+        session.connected = True
+        return session, resumed
+
+    def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> None:
+        """A page's WebSocket closed: drop it now if it meant to leave, else after the grace period."""
+        if session.connection != connection or session.closed:
+            return  # a newer socket took over this session
+        session.connected = False
+        if deliberate:
+            self.drop(session)
+        else:
+            session.expiry = asyncio.get_running_loop().call_later(self.settings.page_grace, self.drop, session)
+
+    def drop(self, session: PageSession) -> None:
+        """The page is gone: its tools leave the catalog and its calls fail now."""
+        if self.sessions.pop(session.id, None) is None:
+            return
+        session.close()
+        self.room(session.room).unregister(session.id)
+        for call in self.calls.in_flight(session.id):
+            self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
+        log.info("page %s left room %s", session.id[:6], session.room)
+
+    def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
+        """Act on one message from a connected page; returns the replies for its WebSocket."""
+        if isinstance(msg, RegisterTools):
+            return self._register(session, msg)
+        if isinstance(msg, UnregisterTools):
+            removed = self.room(session.room).unregister(session.id, msg.tools)
+            replies = [messages.tools_unregistered([t.page_name for t in removed], msg.id)]
+            unknown = sorted(set(msg.tools) - {t.page_name for t in removed})
+            if unknown:
+                replies.append(ProtocolError("unknown_tool", f"This page has no tool named {', '.join(unknown)}.",
+                                             reply_to=msg.id).to_message())
+            return replies
+        if isinstance(msg, ToolReturn):
+            outcome = (Outcome.failure("error", msg.error.message) if msg.error is not None
+                       else Outcome(result=msg.result))
+            if not self.calls.settle(msg.call_id, outcome, session_id=session.id):
+                raise ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page "
+                                    "(unknown, already answered, cancelled or timed out).", call_id=msg.call_id,
+                                    reply_to=msg.id)
+            return []
+        if isinstance(msg, ToolProgress):
+            if not self.calls.report_progress(msg.call_id, msg.progress, msg.total, msg.message,
+                                              session_id=session.id):
+                raise ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page.",
+                                    call_id=msg.call_id, reply_to=msg.id)
+            return []
+        raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
+
+    def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
+        definitions, errors = [], []
+        for raw in msg.tools:
+            name = raw.get("name") if isinstance(raw, dict) else None
+            try:
+                definitions.append(check_definition(raw))
+            except ValueError as exc:
+                errors.append(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {exc}",
+                                            tool=name if isinstance(name, str) else None, reply_to=msg.id))
+        tools = self.room(session.room).register(session.id, session.app, definitions)
+        return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
+                *(e.to_message() for e in errors)]
+
+    # --- agents ----------------------------------------------------------------------------
+
+    async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
+                   on_progress: ProgressSink | None = None) -> Outcome:
+        """Send one call to the page that registered `tool` and wait for what ends it first."""
+        problem = tool.argument_errors(arguments)
+        if problem is not None:
+            return Outcome.failure("invalid_arguments", f"Invalid arguments for {tool.key}: {problem}")
+        session = self.sessions.get(tool.session_id)
+        if session is None:
+            return Outcome.failure("page_gone", PAGE_GONE)
+        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, tool_name=tool.page_name,
+                               params=arguments, mcp_request_id=mcp_request_id, on_progress=on_progress)
+        session.push(messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id))
+        outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
+        try:
+            async with asyncio.timeout(self.settings.call_timeout):
+                outcome = await asyncio.shield(call.future)
+        except TimeoutError:
+            outcome = Outcome.failure("timeout", f"The page did not answer within {self.settings.call_timeout:g} s.")
+            session.push(messages.tool_cancel(call.call_id, "timeout"))
+        except asyncio.CancelledError:
+            if not call.future.done():
+                session.push(messages.tool_cancel(call.call_id, "cancelled by the agent"))
+            raise
+        finally:
+            # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
+            self.calls.close(call, outcome)
+        return outcome

@@ -1,0 +1,256 @@
+"""The MCP side: one low-level MCP server per room, over Streamable HTTP or stdio.
+
+Both protocol eras are served. Handshake-era clients (2024-11-05 .. 2025-11-25)
+get `notifications/tools/list_changed` on their session; 2026-07-28 clients get
+`ToolsListChanged` on the `subscriptions/listen` streams they open.
+
+The life of one call: `_call_tool` finds the tool (activating it if it was
+deferred), `_invoke` hands it to `Hub.call` — which pushes `agui.tool.invoke`
+to the page and waits for its `agui.tool.return`, the timeout, the page going
+away or the agent cancelling — while relaying progress, and turns the outcome
+into a CallToolResult.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.session import ServerSession
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from bridge import meta_tools
+from bridge.calls import MonotonicProgress
+from bridge.catalog import ROOM_NAME, Room, Tool
+from bridge.hub import Hub
+from bridge.messages import validation_summary
+from bridge.results import error_result, to_call_tool_result
+
+log = logging.getLogger("bridge.mcp")
+
+LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
+
+
+class _ToolsChangingServer(Server[Any]):
+    """Advertises `tools.listChanged` to handshake clients, over HTTP and stdio alike."""
+
+    def create_initialization_options(self, notification_options=None, experimental_capabilities=None,
+                                      extensions=None):
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions)
+
+
+class RoomServer:
+    """The MCP server of one room, and whom to tell when its tool list changes."""
+
+    def __init__(self, hub: Hub, room: Room) -> None:
+        self.hub, self.room, self.settings = hub, room, hub.settings
+        self._meta_definitions = meta_tools.definitions(self.settings)
+        self._bus = InMemorySubscriptionBus()
+        # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
+        # closed session silently, so a stale entry costs only memory, which the bound caps.
+        self._legacy_sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        self._notified = room.listing().fingerprint
+        self._notify_task: asyncio.Task[None] | None = None
+        self._cached: tuple[str, list[types.Tool]] | None = None
+        self.server = _ToolsChangingServer(
+            "agui-mcp-bridge",
+            version="0.1.0",
+            instructions=(f"Tools provided by the web pages in room '{room.name}'. When a tool you need is not "
+                          f"listed, search with {self.settings.search_tool_name}."),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+            get_tool_input_schema=self._input_schema,
+        )
+        self.server.middleware.append(self._remember_legacy_session)
+        room.subscribe(self._room_changed)
+
+    # --- listing and change notifications --------------------------------------------------
+
+    def _listed_tools(self) -> list[types.Tool]:
+        listing = self.room.listing()
+        if self._cached is None or self._cached[0] != listing.fingerprint:
+            shown = listing.tools + (self._meta_definitions if listing.search_mode else [])
+            self._cached = (listing.fingerprint, [types.Tool.model_validate(t) for t in shown])
+        return self._cached[1]
+
+    async def _list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        return types.ListToolsResult(tools=self._listed_tools())
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self.room.get(name)
+        return tool.definition.inputSchema if tool is not None else None
+
+    async def _remember_legacy_session(self, ctx: ServerRequestContext, call_next: CallNext):
+        # Over HTTP the `initialize` POST has no session id yet; the client's next message has.
+        key = ctx.request.headers.get("mcp-session-id") if ctx.request is not None else ""
+        if key is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._legacy_sessions[key] = ctx.session
+            self._legacy_sessions.move_to_end(key)
+            if len(self._legacy_sessions) > LEGACY_SESSIONS_MAX:
+                self._legacy_sessions.popitem(last=False)
+        return await call_next(ctx)
+
+    def _room_changed(self, room: Room) -> None:
+        # Coalesced: a page registering 300 tools, or 20 searches activating one, notify once.
+        if self._notify_task is None or self._notify_task.done():
+            self._notify_task = asyncio.get_running_loop().create_task(self._notify_if_changed())
+
+    async def _notify_if_changed(self) -> None:
+        await asyncio.sleep(0)
+        fingerprint = self.room.listing().fingerprint
+        if fingerprint == self._notified:
+            return
+        self._notified = fingerprint
+        for session in list(self._legacy_sessions.values()):
+            await session.send_tool_list_changed()
+        await self._bus.publish(ToolsListChanged())
+
+    # --- calls -----------------------------------------------------------------------------
+
+    async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams):
+        arguments = params.arguments or {}
+        s = self.settings
+        if params.name == s.search_tool_name:
+            query, limit = arguments.get("query"), arguments.get("limit", 5)
+            if not isinstance(query, str) or not isinstance(limit, int):
+                return self._result(ctx, error_result("tool_search needs a string 'query' and an integer 'limit'."))
+            return self._result(ctx, meta_tools.search(self.room, query, limit))
+        if params.name == s.describe_tool_name:
+            described = meta_tools.describe(self.room, str(arguments.get("name")))
+            return self._result(ctx, described or error_result(f"No tool named {arguments.get('name')!r}."))
+        if params.name == s.call_tool_name:
+            target, target_arguments = arguments.get("name"), arguments.get("arguments", {})
+            if not isinstance(target, str) or not isinstance(target_arguments, dict):
+                return self._result(ctx, error_result("call_tool needs a string 'name' and an object 'arguments'."))
+            tool = self._resolve(target)
+            if tool is None:
+                return self._result(ctx, error_result(f"No tool named {target!r}; search with {s.search_tool_name}."))
+            return await self._invoke(ctx, tool, target_arguments)
+        tool = self._resolve(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        return await self._invoke(ctx, tool, arguments)
+
+    def _resolve(self, name: str) -> Tool | None:
+        """The room's tool by MCP name; a deferred one is activated, so calling it needs no search first."""
+        tool = self.room.get(name)
+        if tool is not None:
+            self.room.activate([name])
+        return tool
+
+    async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
+        page_progress = anyio.create_memory_object_stream[tuple[float, float | None, str | None]](64)
+        send_progress, receive_progress = page_progress
+        async with anyio.create_task_group() as tg:
+            if progress_token_from_params(ctx.params) is not None:
+                tg.start_soon(self._relay_progress, ctx, receive_progress)
+            outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
+                                          on_progress=lambda *p: _offer(send_progress, p))
+            tg.cancel_scope.cancel()
+        send_progress.close()
+        receive_progress.close()
+        return self._result(ctx, to_call_tool_result(
+            outcome, structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS))
+
+    async def _relay_progress(self, ctx: ServerRequestContext, page_progress) -> None:
+        """Forward the page's progress, and tick while it is quiet so clients with request timeouts keep waiting."""
+        values = MonotonicProgress()
+        while True:
+            with anyio.move_on_after(self.settings.progress_interval) as quiet:
+                progress, total, message = await page_progress.receive()
+            if quiet.cancelled_caught:
+                await ctx.session.report_progress(*values.tick("Waiting for the page to answer."))
+            else:
+                await ctx.session.report_progress(*values.page(progress, total, message))
+
+    @staticmethod
+    def _result(ctx: ServerRequestContext, wire: dict[str, Any]) -> types.CallToolResult:
+        try:
+            return types.CallToolResult.model_validate(wire)
+        except ValidationError as exc:
+            return types.CallToolResult.model_validate(
+                error_result(f"The page returned a malformed MCP result: {validation_summary(exc)}"))
+
+
+def _offer(stream: Any, item: Any) -> None:
+    try:
+        stream.send_nowait(item)
+    except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # progress is advisory: a flood or a finished call drops it
+
+
+class McpRooms:
+    """Streamable HTTP for every room: `/mcp` is the default room, `/rooms/{room}/mcp` any other.
+
+    Each room's session manager runs in the host app's lifespan task group, started on first use.
+    """
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._servers: dict[str, RoomServer] = {}
+        self._managers: dict[str, StreamableHTTPSessionManager] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._lock = anyio.Lock()
+        self.security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        ) if hub.settings.host in ("127.0.0.1", "localhost", "::1") else None
+
+    def server(self, room: str) -> RoomServer:
+        if room not in self._servers:
+            self._servers[room] = RoomServer(self.hub, self.hub.room(room))
+        return self._servers[room]
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            try:
+                yield
+            finally:
+                self._task_group = None
+                tg.cancel_scope.cancel()
+
+    async def _manager(self, room: str) -> StreamableHTTPSessionManager:
+        async with self._lock:
+            manager = self._managers.get(room)
+            if manager is None:
+                assert self._task_group is not None, "McpRooms.running() must be entered in the app lifespan"
+                manager = StreamableHTTPSessionManager(self.server(room).server, security_settings=self.security)
+                await self._task_group.start(_run_manager, manager)
+                self._managers[room] = manager
+            return manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        room = scope.get("path_params", {}).get("room", "default")
+        if not ROOM_NAME.fullmatch(room):
+            await PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)(scope, receive, send)
+            return
+        manager = await self._manager(room)
+        await manager.handle_request(scope, receive, send)
+
+
+async def _run_manager(manager: StreamableHTTPSessionManager, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+    async with manager.run():
+        task_status.started()
+        await anyio.sleep_forever()

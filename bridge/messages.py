@@ -1,0 +1,167 @@
+"""The page protocol's messages, typed.
+
+docs/protocol.md is the contract; these models are its executable form. Pages
+send JSON objects with a `type`; `parse_page_message` turns one WebSocket text
+frame into a model or raises `ProtocolError` with the code the page will see.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+JSONValue = Any
+MessageId = str | int
+
+
+class ProtocolError(Exception):
+    """A message the bridge cannot take; becomes an `agui.error` frame."""
+
+    def __init__(self, code: str, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fields = {k: v for k, v in fields.items() if v is not None}
+
+    def to_message(self) -> dict[str, Any]:
+        return {"type": "agui.error", "code": self.code, "message": self.message, **self.fields}
+
+
+class _Message(BaseModel):
+    # Unknown fields are tolerated so newer pages can talk to older bridges.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --- page -> bridge --------------------------------------------------------------------------
+
+
+class PageInfo(_Message):
+    url: str | None = None
+    title: str | None = None
+
+
+class Hello(_Message):
+    type: Literal["agui.hello"]
+    id: MessageId | None = None
+    room: str = "default"
+    session_id: str | None = None
+    page: PageInfo = Field(default_factory=PageInfo)
+    token: str | None = None
+
+
+class ToolAnnotations(_Message):
+    model_config = ConfigDict(extra="allow")
+    title: str | None = None
+    readOnlyHint: bool | None = None
+    destructiveHint: bool | None = None
+    idempotentHint: bool | None = None
+    openWorldHint: bool | None = None
+
+
+class ToolDefinition(_Message):
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    description: str = ""
+    inputSchema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    outputSchema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
+
+
+class RegisterTools(_Message):
+    type: Literal["agui.tools.register"]
+    id: MessageId | None = None
+    # Definitions are checked one by one (see Hub), so one bad tool loses nothing else.
+    tools: list[dict[str, Any]]
+
+
+class UnregisterTools(_Message):
+    type: Literal["agui.tools.unregister"]
+    id: MessageId | None = None
+    tools: list[str]
+
+
+class ToolError(_Message):
+    message: str
+    code: str | None = None
+
+
+class ToolReturn(_Message):
+    type: Literal["agui.tool.return"]
+    id: MessageId | None = None
+    call_id: str
+    result: JSONValue = None
+    error: ToolError | None = None
+
+
+class ToolProgress(_Message):
+    type: Literal["agui.tool.progress"]
+    id: MessageId | None = None
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+PageMessage = Annotated[
+    Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress,
+    Field(discriminator="type"),
+]
+_page_message = TypeAdapter(PageMessage)
+PAGE_MESSAGE_TYPES = ("agui.hello", "agui.tools.register", "agui.tools.unregister", "agui.tool.return",
+                      "agui.tool.progress")
+
+
+def parse_page_message(text: str) -> Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress:
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError("bad_json", f"Not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ProtocolError("bad_message", "A message must be a JSON object with a 'type'.")
+    reply_to = raw.get("id") if isinstance(raw.get("id"), (str, int)) else None
+    kind = raw.get("type")
+    if kind not in PAGE_MESSAGE_TYPES:
+        raise ProtocolError("unknown_type", f"Unknown message type {kind!r}.", reply_to=reply_to)
+    try:
+        return _page_message.validate_python(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or '(message)'}: {e['msg']}" for e in exc.errors())
+        raise ProtocolError("bad_message", f"Invalid {kind}: {problems}", reply_to=reply_to) from None
+
+
+def validation_summary(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(value)'}: {e['msg']}" for e in exc.errors())
+
+
+# --- bridge -> page --------------------------------------------------------------------------
+# Built as plain dicts at the edges' request; kept here so every wire shape lives in one module.
+
+
+def welcome(session_id: str, room: str, events_url: str, resumed: bool, reply_to: MessageId | None) -> dict[str, Any]:
+    return _reply({"type": "agui.welcome", "session_id": session_id, "room": room, "events_url": events_url,
+                   "resumed": resumed}, reply_to)
+
+
+def tools_registered(pairs: list[tuple[str, str]], reply_to: MessageId | None) -> dict[str, Any]:
+    return _reply({"type": "agui.tools.registered", "tools": [{"tool": t, "name": n} for t, n in pairs]}, reply_to)
+
+
+def tools_unregistered(names: list[str], reply_to: MessageId | None) -> dict[str, Any]:
+    return _reply({"type": "agui.tools.unregistered", "tools": names}, reply_to)
+
+
+def tool_invoke(call_id: str, tool: str, name: str, params: dict[str, Any], mcp_request_id: Any) -> dict[str, Any]:
+    return {"type": "agui.tool.invoke", "call_id": call_id, "tool": tool, "name": name, "params": params,
+            "mcp_request_id": mcp_request_id}
+
+
+def tool_cancel(call_id: str, reason: str) -> dict[str, Any]:
+    return {"type": "agui.tool.cancel", "call_id": call_id, "reason": reason}
+
+
+def _reply(message: dict[str, Any], reply_to: MessageId | None) -> dict[str, Any]:
+    if reply_to is not None:
+        message["reply_to"] = reply_to
+    return message

@@ -1,0 +1,182 @@
+"""Real parts for tests: a uvicorn bridge on 127.0.0.1, and a page made of a websockets client plus an SSE reader."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import uvicorn
+import websockets
+
+from bridge.app import create_app
+from bridge.config import Settings
+
+TIMEOUT = 10
+
+
+class RunningBridge:
+    def __init__(self, server: uvicorn.Server, settings: Settings) -> None:
+        self.server = server
+        self.settings = settings
+        port = server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}/agui/ws"
+        self.app = server.config.app
+
+    @property
+    def hub(self):
+        return self.app.state.hub
+
+    def mcp_url(self, room: str = "default") -> str:
+        return f"{self.url}/mcp" if room == "default" else f"{self.url}/rooms/{room}/mcp"
+
+
+@asynccontextmanager
+async def running_bridge(**overrides: Any):
+    settings = replace(Settings(port=0, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield RunningBridge(server, settings)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+def tool(name: str, description: str = "", properties: dict | None = None, required: list[str] | None = None,
+         **extra: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties or {}}
+    if required:
+        schema["required"] = required
+    return {"name": name, "description": description or f"The {name} tool.", "inputSchema": schema, **extra}
+
+
+class Page:
+    """A page as the protocol sees it: WebSocket for what it says, SSE for what it is asked."""
+
+    def __init__(self, bridge: RunningBridge, room: str = "default", title: str = "Test page",
+                 session_id: str | None = None) -> None:
+        self.bridge, self.room, self.title = bridge, room, title
+        self.session_id = session_id
+        self.replies: asyncio.Queue[dict] = asyncio.Queue()
+        self.events: asyncio.Queue[dict] = asyncio.Queue()
+        self.event_ids: list[int] = []
+        self._tasks: list[asyncio.Task] = []
+        self._http = httpx.AsyncClient(timeout=None)
+
+    async def connect(self, *, listen: bool = True, last_event_id: int | None = None) -> dict:
+        self.ws = await websockets.connect(self.bridge.ws_url)
+        await self.ws.send(json.dumps({"type": "agui.hello", "room": self.room, "session_id": self.session_id,
+                                       "page": {"url": "http://127.0.0.1/test", "title": self.title}}))
+        welcome = json.loads(await asyncio.wait_for(self.ws.recv(), TIMEOUT))
+        assert welcome["type"] == "agui.welcome", welcome
+        self.session_id = welcome["session_id"]
+        self._tasks.append(asyncio.create_task(self._read_socket()))
+        if listen:
+            await self.listen(welcome["events_url"], last_event_id)
+        return welcome
+
+    async def listen(self, events_url: str, last_event_id: int | None = None) -> None:
+        opened = asyncio.Event()
+        self._tasks.append(asyncio.create_task(self._read_events(events_url, last_event_id, opened)))
+        await asyncio.wait_for(opened.wait(), TIMEOUT)
+
+    async def _read_socket(self) -> None:
+        try:
+            async for frame in self.ws:
+                await self.replies.put(json.loads(frame))
+        except websockets.ConnectionClosed:
+            pass
+
+    async def _read_events(self, events_url: str, last_event_id: int | None, opened: asyncio.Event) -> None:
+        headers = {"Last-Event-ID": str(last_event_id)} if last_event_id is not None else {}
+        async with self._http.stream("GET", self.bridge.url + events_url, headers=headers) as response:
+            assert response.status_code == 200
+            opened.set()
+            fields: dict[str, str] = {}
+            async for line in response.aiter_lines():
+                if line == "":
+                    if "data" in fields:
+                        self.event_ids.append(int(fields.get("id", 0)))
+                        data = json.loads(fields["data"])
+                        assert data["type"] == fields.get("event"), fields
+                        await self.events.put(data)
+                    fields = {}
+                elif not line.startswith(":"):
+                    key, _, value = line.partition(":")
+                    fields[key] = fields.get(key, "") + value.removeprefix(" ")
+
+    async def send(self, message: dict | str) -> None:
+        await self.ws.send(message if isinstance(message, str) else json.dumps(message))
+
+    async def reply(self, timeout: float = TIMEOUT) -> dict:
+        return await asyncio.wait_for(self.replies.get(), timeout)
+
+    async def event(self, timeout: float = TIMEOUT) -> dict:
+        return await asyncio.wait_for(self.events.get(), timeout)
+
+    async def register(self, *tools: dict) -> dict:
+        await self.send({"type": "agui.tools.register", "tools": list(tools)})
+        reply = await self.reply()
+        assert reply["type"] == "agui.tools.registered", reply
+        return reply
+
+    async def answer(self, call_id: str, result: Any = None, error: str | None = None) -> None:
+        message: dict[str, Any] = {"type": "agui.tool.return", "call_id": call_id}
+        if error is not None:
+            message["error"] = {"message": error}
+        else:
+            message["result"] = result
+        await self.send(message)
+
+    async def close(self, code: int = 1000) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        await self.ws.close(code)
+        await self._http.aclose()
+
+    async def drop(self) -> None:
+        """Lose the connection without saying goodbye, as a crashed tab or network would."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        self.ws.transport.abort()
+        await self._http.aclose()
+        self._http = httpx.AsyncClient(timeout=None)
+
+
+@asynccontextmanager
+async def page(bridge: RunningBridge, *tools: dict, **kwargs: Any):
+    p = Page(bridge, **kwargs)
+    await p.connect()
+    if tools:
+        await p.register(*tools)
+    try:
+        yield p
+    finally:
+        try:
+            await p.close()
+        except Exception:
+            pass
+
+
+async def eventually(predicate, timeout: float = TIMEOUT, interval: float = 0.02):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(interval)
