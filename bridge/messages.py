@@ -73,7 +73,7 @@ class RegisterTools(_Message):
     type: Literal["agui.tools.register"]
     id: MessageId | None = None
     # Definitions are checked one by one (see Hub), so one bad tool loses nothing else.
-    tools: list[dict[str, Any]]
+    tools: list[Any]
 
 
 class UnregisterTools(_Message):

@@ -1,0 +1,288 @@
+"""The core without a server: messages, catalog, calls, results, sessions, hub."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from bridge import messages
+from bridge.calls import CallTable, MonotonicProgress, Outcome
+from bridge.catalog import ListingPolicy, Room, check_definition, mcp_safe_name
+from bridge.config import Settings
+from bridge.hub import PAGE_GONE, Hub
+from bridge.messages import Hello, PageInfo, ProtocolError, ToolReturn, parse_page_message
+from bridge.results import to_call_tool_result
+from bridge.sessions import PageSession
+
+
+def definition(name: str, description: str = "does things", **schema_properties) -> messages.ToolDefinition:
+    return check_definition({"name": name, "description": description,
+                             "inputSchema": {"type": "object", "properties": schema_properties}})
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("frame, code", [
+    ("{", "bad_json"), ("3", "bad_message"), ('{"type": 1}', "unknown_type"),
+    ('{"type": "agui.tool.return", "call_id": 5}', "bad_message"),
+])
+def test_parse_rejects_with_codes(frame, code):
+    with pytest.raises(ProtocolError) as caught:
+        parse_page_message(frame)
+    assert caught.value.code == code
+    assert caught.value.to_message()["type"] == "agui.error"
+
+
+def test_parse_keeps_the_message_id_for_replies():
+    with pytest.raises(ProtocolError) as caught:
+        parse_page_message('{"type": "agui.tool.progress", "id": 9}')
+    assert caught.value.to_message()["reply_to"] == 9
+    msg = parse_page_message('{"type": "agui.tool.return", "call_id": "c", "result": [1], "extra": true}')
+    assert isinstance(msg, ToolReturn) and msg.result == [1]
+
+
+# --- catalog -----------------------------------------------------------------------------------
+
+
+def test_mcp_safe_name():
+    assert mcp_safe_name("files.read:all") == "files_read_all"
+    assert mcp_safe_name("ü" * 70) == "_" * 64
+    assert mcp_safe_name("") == "tool"
+
+
+def test_names_are_disambiguated_stably():
+    room = Room("r", ListingPolicy(reserved_names=frozenset({"tool_search"})))
+    (a,) = room.register("AAAAAAAA", None, [definition("confirm")])
+    (b,) = room.register("BBBBBBBB", None, [definition("confirm")])
+    (c,) = room.register("CCCCCCCC", None, [definition("tool_search")])
+    assert (a.key, b.key, c.key) == ("confirm", "confirm__BBBBBB", "tool_search__CCCCCC")
+    room.unregister("AAAAAAAA")
+    assert room.get("confirm__BBBBBB") is b  # the second page's name does not change when the first leaves
+    (d,) = room.register("DDDDDDDD", None, [definition("confirm")])
+    assert d.key == "confirm"
+
+
+def test_same_page_names_that_sanitize_alike_stay_distinct():
+    room = Room("r", ListingPolicy())
+    tools = room.register("SESSION1", None, [definition("a.b"), definition("a:b"), definition("a b")])
+    assert [t.key for t in tools] == ["a_b", "a_b__SESSIO", "a_b__SESSIO_2"]
+
+
+def test_long_names_with_suffix_fit_64():
+    room = Room("r", ListingPolicy())
+    room.register("S1xxxxxx", None, [definition("n" * 100)])
+    (second,) = room.register("S2xxxxxx", None, [definition("n" * 100)])
+    assert len(second.key) == 64 and second.key.endswith("__S2xxxx")
+
+
+def test_reregistering_replaces_the_definition_and_keeps_the_name():
+    room = Room("r", ListingPolicy())
+    changes = []
+    room.subscribe(changes.append)
+    (first,) = room.register("S", None, [definition("t", "old")])
+    (again,) = room.register("S", None, [definition("t", "new")])
+    assert again is first and room.get("t").definition.description == "new"
+    assert len(room) == 1 and len(changes) == 2
+
+
+@pytest.mark.parametrize("raw, problem", [
+    ({"name": "x", "inputSchema": {"type": "array"}}, '"type": "object"'),
+    ({"name": "x", "inputSchema": {"type": "object", "properties": {"a": {"type": 3}}}}, "not a valid JSON Schema"),
+    ({"name": "x" * 129}, "at most 128"),
+    ({"description": "no name"}, "name"),
+])
+def test_invalid_definitions(raw, problem):
+    with pytest.raises(ValueError, match=problem):
+        check_definition(raw)
+
+
+def test_argument_errors_name_the_problem():
+    room = Room("r", ListingPolicy())
+    (t,) = room.register("S", None, [check_definition({"name": "t", "inputSchema": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}})])
+    assert t.argument_errors({"n": 3}) is None
+    assert "n: 0 is less than the minimum of 1" in t.argument_errors({"n": 0})
+    assert "'n' is a required property" in t.argument_errors({})
+
+
+def test_plain_listing_until_count_threshold_then_search_mode():
+    room = Room("r", ListingPolicy(inline_max=5, inline_token_budget=10_000, meta_tools=3))
+    room.register("S", None, [definition(f"t{i}") for i in range(5)])
+    listing = room.listing()
+    assert not listing.search_mode and len(listing.tools) == 5 and listing.deferred == 0
+    room.register("S", None, [definition("t5")])
+    listing = room.listing()
+    assert listing.search_mode
+    assert [t["name"] for t in listing.tools] == ["t0", "t1"]  # 5 minus the 3 meta-tools, in registration order
+    assert listing.deferred == 4
+    room.unregister("S", ["t5", "t4"])
+    assert not room.listing().search_mode  # back under the threshold: plain again
+
+
+def test_token_budget_threshold_and_description_cut():
+    long = "word " * 100
+    room = Room("r", ListingPolicy(inline_max=40, inline_token_budget=250, description_max_chars=50))
+    room.register("S", None, [definition("a", long), definition("b", long)])
+    listing = room.listing()
+    assert listing.search_mode  # two tools, but over the token budget
+    assert listing.tools[0]["description"].endswith("…") and len(listing.tools[0]["description"]) == 50
+    assert room.get("a").describe()["description"] == long  # the full text is kept for describe
+
+
+def test_activation_is_idempotent_and_lists_the_tool():
+    room = Room("r", ListingPolicy(inline_max=4, meta_tools=3))
+    room.register("S", None, [definition(f"t{i}") for i in range(6)])
+    changes = []
+    room.subscribe(changes.append)
+    assert room.is_deferred("t4")
+    assert room.activate(["t4", "t4"]) is True
+    assert room.activate(["t4"]) is False and room.activate(["t0"]) is False and room.activate(["ghost"]) is False
+    assert [t["name"] for t in room.listing().tools] == ["t0", "t4"]
+    assert len(changes) == 1
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, modern, expected", [
+    ("hi", False, {"content": [{"type": "text", "text": "hi"}]}),
+    ({"a": 1}, False, {"content": [{"type": "text", "text": '{"a": 1}'}], "structuredContent": {"a": 1}}),
+    (7, False, {"content": [{"type": "text", "text": "7"}]}),
+    (7, True, {"content": [{"type": "text", "text": "7"}], "structuredContent": 7}),
+    (None, True, {"content": [{"type": "text", "text": "null"}], "structuredContent": None}),
+    ({"content": [{"type": "text", "text": "x"}], "isError": True, "other": 1}, False,
+     {"content": [{"type": "text", "text": "x"}], "isError": True}),
+])
+def test_result_conversion(value, modern, expected):
+    assert to_call_tool_result(Outcome(result=value), structured_may_be_any_json=modern) == expected
+
+
+def test_error_outcome_conversion():
+    assert to_call_tool_result(Outcome.failure("error", "nope"), structured_may_be_any_json=True) == {
+        "content": [{"type": "text", "text": "nope"}], "isError": True}
+
+
+# --- calls -------------------------------------------------------------------------------------
+
+
+async def test_call_table_settles_once_and_keeps_history():
+    table = CallTable(history=2)
+    call = table.open(room="r", session_id="S", tool_key="t", tool_name="t", params={})
+    assert table.settle(call.call_id, Outcome(result=1), session_id="OTHER") is False
+    assert table.settle(call.call_id, Outcome(result=1)) is True
+    assert table.settle(call.call_id, Outcome(result=2)) is False
+    assert (await call.future).result == 1
+    table.close(call, call.future.result())
+    table.close(call, Outcome(result=3))  # idempotent
+    assert len(table) == 0 and len(table.recent) == 1 and table.recent[0]["outcome"] == "result"
+    assert table.settle(call.call_id, Outcome(result=1)) is False
+
+
+async def test_call_ids_are_unique():
+    table = CallTable()
+    ids = {table.open(room="r", session_id="S", tool_key="t", tool_name="t", params={}).call_id for _ in range(500)}
+    assert len(ids) == 500
+
+
+def test_monotonic_progress():
+    p = MonotonicProgress()
+    assert p.tick("wait") == (0.0, None, "wait")
+    assert p.page(5, 10, "half") == (5, 10, "half")
+    assert p.page(3, 10, "back") == (6, None, "back")  # would go backwards: renumbered, no total
+    assert p.page(20, 10, "over") == (20, None, "over")  # a total below progress is dropped
+    assert p.tick(None) == (21, None, None)
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+async def test_session_stream_replays_pending_then_follows():
+    session = PageSession("r", PageInfo())
+    session.push(messages.tool_invoke("c1", "t", "t", {}, 1))
+    session.push(messages.tool_invoke("c2", "t", "t", {}, 2))
+    session.push(messages.tool_cancel("c2", "timeout"))
+    stream = session.stream(None, pending=lambda: {"c1"})
+    first = await anext(stream)
+    assert first.data["call_id"] == "c1"
+    session.push(messages.tool_invoke("c3", "t", "t", {}, 3))
+    assert (await anext(stream)).data["call_id"] == "c3"
+
+
+async def test_session_stream_after_last_event_id_and_superseded():
+    session = PageSession("r", PageInfo())
+    for i in range(3):
+        session.push(messages.tool_invoke(f"c{i}", "t", "t", {}, i))
+    old = session.stream(1, pending=set)
+    assert [(await anext(old)).id, (await anext(old)).id] == [2, 3]
+    new = session.stream(3, pending=set)
+    waiting = asyncio.create_task(anext(new))
+    await asyncio.sleep(0)
+    with pytest.raises(StopAsyncIteration):  # only the newest stream is fed
+        await asyncio.wait_for(anext(old), 1)
+    session.push(messages.tool_cancel("c0", "timeout"))
+    assert (await asyncio.wait_for(waiting, 1)).name == "agui.tool.cancel"
+
+
+# --- hub ---------------------------------------------------------------------------------------
+
+
+def hub(**overrides) -> Hub:
+    return Hub(replace(Settings(), **overrides))
+
+
+async def test_hub_call_round_trip_and_page_gone():
+    h = hub(page_grace=0.05)
+    session, resumed = h.hello(Hello(type="agui.hello"))
+    assert not resumed
+    h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[
+        {"name": "t", "inputSchema": {"type": "object"}}]))
+    tool = h.room("default").get("t")
+    call = asyncio.create_task(h.call(tool, {"x": 1}, mcp_request_id=4))
+    await asyncio.sleep(0)
+    (invoke,) = [e.data for e in session._events]
+    assert invoke["params"] == {"x": 1} and invoke["mcp_request_id"] == 4
+    h.handle(session, ToolReturn(type="agui.tool.return", call_id=invoke["call_id"], result="done"))
+    assert (await call).result == "done"
+
+    pending = asyncio.create_task(h.call(tool, {}))
+    await asyncio.sleep(0)
+    h.disconnected(session, session.connection, deliberate=False)
+    outcome = await asyncio.wait_for(pending, 1)
+    assert outcome.kind == "page_gone" and outcome.error == PAGE_GONE
+    assert h.room("default").get("t") is None and session.id not in h.sessions
+
+
+async def test_hub_resume_within_grace_and_stale_socket_close_is_ignored():
+    h = hub(page_grace=0.2)
+    session, _ = h.hello(Hello(type="agui.hello"))
+    first_connection = session.connection
+    h.disconnected(session, first_connection, deliberate=False)
+    again, resumed = h.hello(Hello(type="agui.hello", session_id=session.id))
+    assert resumed and again is session
+    h.disconnected(session, first_connection, deliberate=False)  # the old socket closing late
+    await asyncio.sleep(0.3)
+    assert session.id in h.sessions
+    other_room, resumed = h.hello(Hello(type="agui.hello", session_id=session.id, room="elsewhere"))
+    assert not resumed and other_room is not session
+
+
+async def test_hub_refuses_bad_hello():
+    h = hub(token="t")
+    with pytest.raises(ProtocolError, match="token"):
+        h.hello(Hello(type="agui.hello", token="nope"))
+    with pytest.raises(ProtocolError) as caught:
+        h.hello(Hello(type="agui.hello", token="t", room="a/b"))
+    assert caught.value.code == "bad_room"
+
+
+async def test_hub_timeout_pushes_cancel():
+    h = hub(call_timeout=0.05)
+    session, _ = h.hello(Hello(type="agui.hello"))
+    h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "t"}]))
+    outcome = await h.call(h.room("default").get("t"), {})
+    assert outcome.kind == "timeout"
+    assert [e.name for e in session._events] == ["agui.tool.invoke", "agui.tool.cancel"]
+    assert len(h.calls) == 0

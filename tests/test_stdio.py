@@ -1,0 +1,113 @@
+"""`agui-mcp-bridge stdio`: MCP on stdin/stdout, pages on the HTTP port of the same process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+
+import httpx
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+from support import Page, eventually, tool
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PortOnly:
+    """Enough of a RunningBridge for `Page`: where the page endpoints are."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}/agui/ws"
+
+
+async def wait_for_http(url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(200):
+            try:
+                if (await http.get(url + "/api/state")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)
+    raise AssertionError("the stdio bridge never served pages")
+
+
+def stdio_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "bridge.cli", "stdio", "--port", str(port), "--log-level", "info"]
+
+
+async def test_stdio_end_to_end():
+    port = free_port()
+    command = stdio_command(port)
+    changes: list[object] = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(message)
+
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(params, mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities.tools.list_changed is True
+        bridge = PortOnly(port)
+        await wait_for_http(bridge.url)
+        page = Page(bridge)
+        await page.connect()
+        await page.register(tool("user_confirm", "Ask the user.", {"title": {"type": "string"}}))
+        await eventually(lambda: changes)
+        assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+
+        task = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}))
+        invoke = await page.event()
+        await page.answer(invoke["call_id"], "ok")
+        result = await asyncio.wait_for(task, 10)
+        assert result.content[0].text == "ok" and not result.is_error
+        await page.close()
+
+
+async def test_stdio_stdout_carries_only_mcp():
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(*stdio_command(port), stdin=asyncio.subprocess.PIPE,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ]
+        for request in requests:
+            process.stdin.write((json.dumps(request) + "\n").encode())
+        await process.stdin.drain()
+        bridge = PortOnly(port)
+        await wait_for_http(bridge.url)  # HTTP traffic would show in an access log
+        page = Page(bridge)
+        await page.connect()
+        await page.register(tool("ping_tool"))
+        process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n").encode())
+        await process.stdin.drain()
+
+        lines = []
+        while not any('"id":2' in line.replace(" ", "") for line in lines):
+            lines.append((await asyncio.wait_for(process.stdout.readline(), 10)).decode())
+        await page.close()
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 10)
+        lines += [line.decode() for line in (await process.stdout.read()).splitlines(keepends=True)]
+        messages = [json.loads(line) for line in lines if line.strip()]  # every line is JSON ...
+        assert all(m.get("jsonrpc") == "2.0" for m in messages)  # ... and JSON-RPC
+        listed = next(m for m in messages if m.get("id") == 2)
+        assert [t["name"] for t in listed["result"]["tools"]] == ["ping_tool"]
+        stderr = (await process.stderr.read()).decode()
+        assert "Uvicorn running" in stderr or "Application startup complete" in stderr  # logs went to stderr
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
