@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import jsonschema
@@ -102,11 +102,20 @@ def check_definition(raw: dict[str, Any]) -> ToolDefinition:
             continue
         if schema.get("type") != "object":
             raise ValueError(f'{field_name} must be a JSON Schema with "type": "object" at its root')
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"{field_name} is not a valid JSON Schema: {exc.message}") from None
+        problem = _schema_problem(json.dumps(schema, sort_keys=True))
+        if problem is not None:
+            raise ValueError(f"{field_name} is not a valid JSON Schema: {problem}")
     return definition
+
+
+@lru_cache(maxsize=4096)
+def _schema_problem(schema_json: str) -> str | None:
+    """Checking against the 2020-12 meta-schema costs ~1 ms; pages re-register the same schemas often."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(json.loads(schema_json))
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,13 @@ from bridge import messages, meta_tools
 from bridge.calls import CallTable, Outcome, ProgressSink
 from bridge.catalog import ROOM_NAME, Catalog, ListingPolicy, Room, Tool, check_definition, estimate_tokens
 from bridge.config import Settings
-from bridge.messages import Hello, ProtocolError, RegisterTools, ToolProgress, ToolReturn, UnregisterTools
+from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
+                            UnregisterTools)
 from bridge.sessions import PageSession
 
 log = logging.getLogger("bridge")
 
+REGISTER_SLICE = 50
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
 
 
@@ -82,10 +84,10 @@ class Hub:
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         log.info("page %s left room %s", session.id[:6], session.room)
 
-    def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
+    async def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
         """Act on one message from a connected page; returns the replies for its WebSocket."""
         if isinstance(msg, RegisterTools):
-            return self._register(session, msg)
+            return await self._register(session, msg)
         if isinstance(msg, UnregisterTools):
             removed = self.room(session.room).unregister(session.id, msg.tools)
             replies = [messages.tools_unregistered([t.page_name for t in removed], msg.id)]
@@ -110,18 +112,21 @@ class Hub:
             return []
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
 
-    def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
-        definitions, errors = [], []
-        for raw in msg.tools:
-            name = raw.get("name") if isinstance(raw, dict) else None
-            try:
-                definitions.append(check_definition(raw))
-            except ValueError as exc:
-                errors.append(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {exc}",
-                                            tool=name if isinstance(name, str) else None, reply_to=msg.id))
-        tools = self.room(session.room).register(session.id, session.app, definitions)
+    async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
+        # Checking JSON Schemas costs ~2 ms a tool: done in a thread so a page bringing hundreds of
+        # tools does not stall the loop; the catalog then takes them in slices for the same reason.
+        definitions, errors = await asyncio.to_thread(_check_definitions, msg.tools)
+        room, tools = self.room(session.room), []
+        for start in range(0, len(definitions), REGISTER_SLICE):
+            if session.closed:  # the page went away meanwhile: what it registered went with it
+                room.unregister(session.id)
+                return []
+            tools += room.register(session.id, session.app, definitions[start:start + REGISTER_SLICE])
+            await asyncio.sleep(0)
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
-                *(e.to_message() for e in errors)]
+                *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
+                                tool=name if isinstance(name, str) else None, reply_to=msg.id).to_message()
+                  for name, problem in errors)]
 
     # --- agents ----------------------------------------------------------------------------
 
@@ -152,3 +157,13 @@ class Hub:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
         return outcome
+
+
+def _check_definitions(raw_tools: list[Any]) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
+    definitions, errors = [], []
+    for raw in raw_tools:
+        try:
+            definitions.append(check_definition(raw))
+        except ValueError as exc:
+            errors.append((raw.get("name") if isinstance(raw, dict) else None, str(exc)))
+    return definitions, errors

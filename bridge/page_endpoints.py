@@ -79,7 +79,7 @@ class PageEndpoints:
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
                                             reply_to=getattr(msg, "id", None))
                     else:
-                        for reply in self.hub.handle(session, msg):
+                        for reply in await self.hub.handle(session, msg):
                             await self._send(ws, reply)
                 except ProtocolError as exc:
                     await self._send(ws, exc.to_message())

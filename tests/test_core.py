@@ -237,14 +237,14 @@ async def test_hub_call_round_trip_and_page_gone():
     h = hub(page_grace=0.05)
     session, resumed = h.hello(Hello(type="agui.hello"))
     assert not resumed
-    h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[
+    await h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[
         {"name": "t", "inputSchema": {"type": "object"}}]))
     tool = h.room("default").get("t")
     call = asyncio.create_task(h.call(tool, {"x": 1}, mcp_request_id=4))
     await asyncio.sleep(0)
     (invoke,) = [e.data for e in session._events]
     assert invoke["params"] == {"x": 1} and invoke["mcp_request_id"] == 4
-    h.handle(session, ToolReturn(type="agui.tool.return", call_id=invoke["call_id"], result="done"))
+    await h.handle(session, ToolReturn(type="agui.tool.return", call_id=invoke["call_id"], result="done"))
     assert (await call).result == "done"
 
     pending = asyncio.create_task(h.call(tool, {}))
@@ -281,7 +281,7 @@ async def test_hub_refuses_bad_hello():
 async def test_hub_timeout_pushes_cancel():
     h = hub(call_timeout=0.05)
     session, _ = h.hello(Hello(type="agui.hello"))
-    h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "t"}]))
+    await h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "t"}]))
     outcome = await h.call(h.room("default").get("t"), {})
     assert outcome.kind == "timeout"
     assert [e.name for e in session._events] == ["agui.tool.invoke", "agui.tool.cancel"]
