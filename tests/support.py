@@ -156,12 +156,18 @@ class Page:
         self._http = httpx.AsyncClient(timeout=None)
 
 
-@asynccontextmanager
-async def page(bridge: RunningBridge, *tools: dict, **kwargs: Any):
+async def open_page(bridge: RunningBridge, *tools: dict, **kwargs: Any) -> Page:
+    """A connected page that registered `tools`; the caller closes or drops it."""
     p = Page(bridge, **kwargs)
     await p.connect()
     if tools:
         await p.register(*tools)
+    return p
+
+
+@asynccontextmanager
+async def page(bridge: RunningBridge, *tools: dict, **kwargs: Any):
+    p = await open_page(bridge, *tools, **kwargs)
     try:
         yield p
     finally:

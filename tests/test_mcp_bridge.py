@@ -6,12 +6,14 @@ import asyncio
 import json
 
 import anyio
+import httpx
 import mcp_types as types
 import pytest
+import websockets
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from support import Page, eventually, page, running_bridge, tool
+from support import Page, eventually, open_page, page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 ERAS = ["legacy", "2026-07-28"]
@@ -159,9 +161,7 @@ async def test_unregister_removes_tools():
 @pytest.mark.parametrize("era", ERAS)
 async def test_page_disconnect_mid_call_gives_an_error_quickly(era):
     async with running_bridge(page_grace=0.5) as b, Client(b.mcp_url(), mode=era) as client:
-        p = Page(b)
-        await p.connect()
-        await p.register(CONFIRM)
+        p = await open_page(b, CONFIRM)
         task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
         await p.event()
         started = anyio.current_time()
@@ -174,9 +174,7 @@ async def test_page_disconnect_mid_call_gives_an_error_quickly(era):
 
 async def test_page_that_comes_back_within_grace_keeps_its_calls():
     async with running_bridge(page_grace=3) as b, Client(b.mcp_url(), mode="legacy") as client:
-        p = Page(b)
-        await p.connect()
-        await p.register(CONFIRM)
+        p = await open_page(b, CONFIRM)
         task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
         first = await p.event()
         await p.drop()
@@ -195,9 +193,7 @@ async def test_page_that_comes_back_within_grace_keeps_its_calls():
 
 async def test_event_stream_resumes_after_last_event_id():
     async with running_bridge(page_grace=3) as b, Client(b.mcp_url(), mode="legacy") as client:
-        p = Page(b)
-        await p.connect()
-        await p.register(CONFIRM)
+        p = await open_page(b, CONFIRM)
         first = asyncio.create_task(client.call_tool("user_confirm", {"title": "1"}))
         await p.event()
         seen = p.event_ids[-1]
@@ -356,18 +352,12 @@ async def test_rooms_are_isolated():
 
 async def test_bad_room_names_are_refused():
     async with running_bridge() as b:
-        p = Page(b, room="no/slashes")
-        import websockets
-
         async with websockets.connect(b.ws_url) as ws:
             await ws.send(json.dumps({"type": "agui.hello", "room": "has space"}))
             assert json.loads(await ws.recv())["code"] == "bad_room"
-        import httpx
-
         async with httpx.AsyncClient() as http:
             response = await http.post(f"{b.url}/rooms/has%20space/mcp", json={})
             assert response.status_code == 404
-        del p
 
 
 MALFORMED = [
@@ -422,8 +412,6 @@ async def test_invalid_tool_definitions_are_refused_one_by_one():
 
 
 async def test_messages_before_hello_and_token():
-    import websockets
-
     async with running_bridge(token="s3cret") as b:
         async with websockets.connect(b.ws_url) as ws:
             await ws.send(json.dumps({"type": "agui.tools.register", "tools": []}))
@@ -435,8 +423,6 @@ async def test_messages_before_hello_and_token():
 
 
 async def test_foreign_origin_is_refused():
-    import websockets
-
     async with running_bridge() as b:
         async with websockets.connect(b.ws_url, origin="https://evil.example") as ws:
             error = json.loads(await ws.recv())
@@ -450,8 +436,6 @@ async def test_foreign_origin_is_refused():
 
 
 async def test_unknown_event_session_is_404():
-    import httpx
-
     async with running_bridge() as b, httpx.AsyncClient() as http:
         response = await http.get(f"{b.url}/agui/events?session=nope")
         assert response.status_code == 404 and response.json()["code"] == "unknown_session"
@@ -472,9 +456,7 @@ async def test_call_ids_are_unique_across_agents():
 
 async def test_deliberate_close_drops_the_page_at_once():
     async with running_bridge(page_grace=30) as b, Client(b.mcp_url(), mode="legacy") as client:
-        p = Page(b)
-        await p.connect()
-        await p.register(CONFIRM)
+        p = await open_page(b, CONFIRM)
         task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
         await p.event()
         await p.close(1000)
