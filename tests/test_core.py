@@ -286,3 +286,21 @@ async def test_hub_timeout_pushes_cancel():
     assert outcome.kind == "timeout"
     assert [e.name for e in session._events] == ["agui.tool.invoke", "agui.tool.cancel"]
     assert len(h.calls) == 0
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def test_settings_from_flags_and_environment(monkeypatch):
+    import argparse
+
+    from bridge.config import add_arguments, from_arguments
+
+    monkeypatch.setenv("AGUI_BRIDGE_CALL_TIMEOUT", "12.5")
+    monkeypatch.setenv("AGUI_BRIDGE_INLINE_MAX", "7")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = from_arguments(parser.parse_args(["--port", "9000", "--inline-max", "9"]))
+    assert settings.port == 9000 and settings.call_timeout == 12.5
+    assert settings.inline_max == 9  # a flag beats the environment
+    assert settings.host == "127.0.0.1" and settings.search_tool_name == "tool_search"
