@@ -1,0 +1,176 @@
+"""Fixtures and helpers for the tests that drive real Chromium (tests/test_browser.py, tests/test_examples.py).
+
+Chromium is the Debian package (`apt-get install chromium`, binary /usr/bin/chromium), driven by the
+Python Playwright package; `playwright install` is never needed. Import the fixtures you use into the
+test module: `from browser_support import browser, bridge  # noqa: F401` (fixtures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import http.server
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+import uvicorn
+from support import RunningBridge, running_bridge
+
+from bridge.app import create_app
+from bridge.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("AGUI_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+TIMEOUT = 10
+
+
+@pytest_asyncio.fixture(scope="module")
+async def browser():
+    """One headless Chromium per test module."""
+    from playwright.async_api import async_playwright
+
+    # Missing Chromium fails the browser tests rather than skipping them: scripts/setup --test installs it.
+    assert Path(CHROMIUM).exists() or shutil.which(CHROMIUM), f"no Chromium at {CHROMIUM}: apt-get install chromium"
+    async with async_playwright() as p:
+        instance = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            await instance.close()
+
+
+@pytest_asyncio.fixture
+async def bridge():
+    """A fresh bridge per test (it starts in milliseconds), so no test sees another's pages."""
+    async with running_bridge() as running:
+        yield running
+
+
+class BrowserPage:
+    """A Playwright page in its own context, remembering what its console said (shown when a test fails)."""
+
+    def __init__(self, context, page) -> None:
+        self.context, self.page = context, page
+        self.console: list[str] = []
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.page, name)
+
+
+@asynccontextmanager
+async def open_page(browser, url: str, *, ready: str | None = "document.body.dataset.ready === 'true'"):
+    context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    page = BrowserPage(context, await context.new_page())
+    page.set_default_timeout(TIMEOUT * 1000)
+    try:
+        await page.goto(url)
+        if ready:
+            await page.wait_for_function(ready, timeout=TIMEOUT * 1000)
+        yield page
+    except BaseException:
+        print("--- browser console ---", *page.console, sep="\n")
+        raise
+    finally:
+        await context.close()
+
+
+@asynccontextmanager
+async def mcp_client(bridge: RunningBridge, room: str = "default", mode: str = "legacy"):
+    from mcp import Client
+
+    async with Client(bridge.mcp_url(room), mode=mode) as client:
+        yield client
+
+
+async def tool_names(client) -> set[str]:
+    listing = await client.list_tools(cache_mode="bypass")
+    return {t.name for t in listing.tools}
+
+
+async def wait_for_tools(client, *names: str, absent: tuple[str, ...] = (), timeout: float = TIMEOUT) -> set[str]:
+    """Poll tools/list until every name in `names` is listed and none in `absent` is."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        listed = await tool_names(client)
+        if set(names) <= listed and not (set(absent) & listed):
+            return listed
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"tools/list never had {sorted(names)} without {sorted(absent)}; "
+                                 f"it has {sorted(listed)}")
+        await asyncio.sleep(0.05)
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def screenshot_path(name: str) -> str:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return str(ARTIFACTS / name)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def bridge_on_port(port: int, **overrides: Any):
+    """Like support.running_bridge(), on a given port: to stop a bridge and start another in its place."""
+    settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError(f"the bridge could not start on port {port}")
+        await asyncio.sleep(0.01)
+    try:
+        yield RunningBridge(server, settings)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def static_server(directory: Path):
+    """Serve a directory over HTTP on 127.0.0.1 (another origin than the bridge, as a real app would be)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serve_html(html: str, name: str = "index.html"):
+    """Serve one HTML page from its own local origin; yields its URL."""
+    with tempfile.TemporaryDirectory() as directory:
+        Path(directory, name).write_text(html, encoding="utf-8")
+        with static_server(Path(directory)) as origin:
+            yield f"{origin}/{name}"
