@@ -9,6 +9,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -23,12 +24,16 @@ WEB_CLIENT = Path(__file__).resolve().parent.parent / "web_client"
 
 
 def state(hub: Hub) -> dict:
-    """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls."""
+    """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
+
+    Pages appear by `page_id`, the first 6 characters of their session id: the whole id lets
+    whoever holds it resume the session, so it is never published.
+    """
     now = time.monotonic()
     rooms = []
     for room in hub.catalog.rooms():
         listing = room.listing()
-        pages = [{"session_id": s.id, "url": s.page.url, "title": s.page.title, "connected": s.connected,
+        pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
                   "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
                             for t in room.tools_of(s.id)]}
                  for s in hub.sessions.values() if s.room == room.name]
@@ -68,7 +73,12 @@ def create_app(settings: Settings, hub: Hub | None = None) -> Starlette:
     # Pages served from other local origins import the client module and open the event stream cross-origin.
     cors = Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(settings.allowed_origins).pattern,
                       allow_methods=["GET"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])
-    app = Starlette(routes=routes, middleware=[cors], lifespan=lifespan)
+    middleware = [cors]
+    if settings.loopback_only:
+        # A page on another site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) still
+        # sends its own Host header: refuse it, as the MCP endpoint does.
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1"]))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.hub = hub
     app.state.mcp = mcp
     return app

@@ -52,7 +52,7 @@ class Call:
 
     def summary(self, now: float | None = None) -> dict[str, Any]:
         age = (now if now is not None else time.monotonic()) - self.started
-        return {"call_id": self.call_id, "room": self.room, "session_id": self.session_id, "tool": self.tool_key,
+        return {"call_id": self.call_id, "room": self.room, "page_id": self.session_id[:6], "tool": self.tool_key,
                 "started_at": self.started_at, "age_s": round(age, 3)}
 
 

@@ -33,6 +33,10 @@ class Settings:
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
 
     @property
+    def loopback_only(self) -> bool:
+        return self.host in ("127.0.0.1", "localhost", "::1")
+
+    @property
     def meta_tool_names(self) -> frozenset[str]:
         return frozenset({self.search_tool_name, self.describe_tool_name, self.call_tool_name})
 

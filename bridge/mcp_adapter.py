@@ -214,7 +214,7 @@ class McpRooms:
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        ) if hub.settings.host in ("127.0.0.1", "localhost", "::1") else None
+        ) if hub.settings.loopback_only else None
 
     def server(self, room: str) -> RoomServer:
         if room not in self._servers:

@@ -113,7 +113,9 @@ class PageEndpoints:
         if session is None:
             return JSONResponse({"type": "agui.error", "code": "unknown_session",
                                  "message": "No such page session; say agui.hello on the WebSocket first."}, 404)
-        last = request.headers.get("last-event-id", "")
+        # The header is what a reconnecting EventSource sends; the query parameter lets a page that
+        # opens a new EventSource in the same session say where it stopped.
+        last = request.headers.get("last-event-id") or request.query_params.get("last_event_id", "")
         last_event_id = int(last) if last.isdigit() else None
 
         def pending() -> set[str]:

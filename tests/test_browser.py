@@ -428,8 +428,9 @@ async def test_replayed_invocations_run_once(browser, bridge):
         await wait_for_tools(client, "count_runs")
         call = await call_in_background(client, "count_runs", {})
         await page.wait_for_function("window.runs === 1")
-        # A fresh event stream is sent the invocations still waiting: the page must not run them again.
-        await page.evaluate("""() => { window.replays = 0; bridge._openEvents();
+        # A fresh event stream (one that does not say where it stopped) is sent the invocations still
+        # waiting: the page must not run them again.
+        await page.evaluate("""() => { window.replays = 0; bridge._lastEventId = null; bridge._openEvents();
             bridge._es.addEventListener("agui.tool.invoke", () => window.replays++); }""")
         result = await asyncio.wait_for(call, 10)
         assert text_of(result) == "1"

@@ -191,7 +191,8 @@ async def test_page_that_comes_back_within_grace_keeps_its_calls():
         await back.close()
 
 
-async def test_event_stream_resumes_after_last_event_id():
+@pytest.mark.parametrize("how", ["header", "query"])
+async def test_event_stream_resumes_after_last_event_id(how):
     async with running_bridge(page_grace=3) as b, Client(b.mcp_url(), mode="legacy") as client:
         p = await open_page(b, CONFIRM)
         first = asyncio.create_task(client.call_tool("user_confirm", {"title": "1"}))
@@ -201,9 +202,13 @@ async def test_event_stream_resumes_after_last_event_id():
         await p.event()
         await p.drop()
         back = Page(b, session_id=p.session_id)
-        await back.connect(last_event_id=seen)
+        if how == "header":  # an EventSource reconnecting by itself
+            await back.connect(last_event_id=seen)
+        else:  # a new EventSource in the same session
+            welcome = await back.connect(listen=False)
+            await back.listen(f"{welcome['events_url']}&last_event_id={seen}")
         replayed = await back.event()
-        assert replayed["params"] == {"title": "2"}  # only what came after Last-Event-ID
+        assert replayed["params"] == {"title": "2"}  # only what came after the last event seen
         assert back.events.empty()
         first.cancel()
         second.cancel()
@@ -462,3 +467,17 @@ async def test_deliberate_close_drops_the_page_at_once():
         await p.close(1000)
         result = await asyncio.wait_for(task, 3)  # no 30 s grace for a page that said goodbye
         assert result.is_error and "went away" in result.content[0].text
+
+
+async def test_foreign_host_header_is_refused():
+    """A rebinding attacker's page reaches 127.0.0.1 with its own Host header."""
+    async with running_bridge() as b, httpx.AsyncClient() as http:
+        for path in ("/api/state", "/agui/events?session=x", "/client/agui-bridge.js"):
+            assert (await http.get(b.url + path, headers={"Host": "evil.example:8765"})).status_code == 400
+        assert (await http.get(b.url + "/api/state")).status_code == 200
+
+
+async def test_state_never_publishes_session_ids():
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient() as http:
+        state = (await http.get(b.url + "/api/state")).text
+        assert p.session_id not in state and p.session_id[:6] in state

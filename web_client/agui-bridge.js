@@ -137,6 +137,7 @@ export class AguiBridge extends EventTarget {
     this._ws = null;
     this._es = null;
     this._esSession = null;
+    this._lastEventId = null;
     this._esRetry = null;
     this._attempt = 0;
     this._retryTimer = null;
@@ -391,7 +392,12 @@ export class AguiBridge extends EventTarget {
   _openEvents() {
     clearTimeout(this._esRetry);
     if (this._es) this._es.close();
-    const es = new this._EventSource(this.eventsUrl);
+    // A new EventSource cannot send Last-Event-ID itself: within the same session, say where we
+    // stopped, so a cancel sent while we were away still arrives.
+    const sameSession = this._esSession === this.sessionId && this._lastEventId !== null;
+    const url = sameSession ? `${this.eventsUrl}&last_event_id=${this._lastEventId}` : this.eventsUrl;
+    if (!sameSession) this._lastEventId = null;
+    const es = new this._EventSource(url);
     this._es = es;
     this._esSession = this.sessionId;
     es.addEventListener("agui.tool.invoke", (event) => this._onEvent(es, event, (m) => this._invoke(m)));
@@ -418,6 +424,7 @@ export class AguiBridge extends EventTarget {
 
   _onEvent(es, event, act) {
     if (this._es !== es) return;
+    if (/^\d+$/.test(event.lastEventId)) this._lastEventId = Number(event.lastEventId);
     let message;
     try {
       message = JSON.parse(event.data);
