@@ -12,20 +12,15 @@ import functools
 import http.server
 import os
 import shutil
-import socket
 import tempfile
 import threading
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
-import uvicorn
 from support import RunningBridge, running_bridge
 
-from bridge.app import create_app
-from bridge.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -120,32 +115,6 @@ def text_of(result) -> str:
 def screenshot_path(name: str) -> str:
     ARTIFACTS.mkdir(exist_ok=True)
     return str(ARTIFACTS / name)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@asynccontextmanager
-async def bridge_on_port(port: int, **overrides: Any):
-    """Like support.running_bridge(), on a given port: to stop a bridge and start another in its place."""
-    settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError(f"the bridge could not start on port {port}")
-        await asyncio.sleep(0.01)
-    try:
-        yield RunningBridge(server, settings)
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

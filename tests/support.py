@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -35,16 +36,24 @@ class RunningBridge:
         return f"{self.url}/mcp" if room == "default" else f"{self.url}/rooms/{room}/mcp"
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @asynccontextmanager
-async def running_bridge(**overrides: Any):
-    settings = replace(Settings(port=0, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning",
+async def running_bridge(port: int = 0, **overrides: Any):
+    """A bridge on 127.0.0.1: on a free port, or on `port` to stop one bridge and start another in its place."""
+    settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
             task.result()
+            raise RuntimeError(f"the bridge could not start on port {port}")
         await asyncio.sleep(0.01)
     try:
         yield RunningBridge(server, settings)

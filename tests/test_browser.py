@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
-    bridge_on_port,
-    free_port,
     mcp_client,
     open_page,
     screenshot_path,
@@ -21,7 +19,7 @@ from browser_support import (
     text_of,
     wait_for_tools,
 )
-from support import eventually, running_bridge
+from support import eventually, free_port, running_bridge
 
 USER_TOOLS = ("agui_user_confirm", "agui_user_prompt", "agui_user_choose")
 PAGE_TOOLS = ("page_get_selected_text", "page_read_form", "page_fill_form_field", "page_count_slowly")
@@ -366,7 +364,7 @@ async def test_client_reconnects_after_the_bridge_restarts(browser):
     context = await browser.new_context()
     page = await context.new_page()
     try:
-        async with bridge_on_port(port) as first:
+        async with running_bridge(port) as first:
             await page.goto(f"{first.url}/")
             await page.wait_for_function("document.body.dataset.ready === 'true'")
             async with mcp_client(first) as client:
@@ -379,7 +377,7 @@ async def test_client_reconnects_after_the_bridge_restarts(browser):
         # The bridge is gone: the page notices and keeps trying, with backoff.
         await page.wait_for_function("window.aguiBridge.state === 'reconnecting'")
         assert await page.text_content("#state") == "reconnecting"
-        async with bridge_on_port(port) as second:
+        async with running_bridge(port) as second:
             await page.wait_for_function("window.aguiBridge.state === 'open'", timeout=15000)
             # The new bridge never heard of that call: the page stops it and closes its dialog.
             await page.get_by_role("dialog").wait_for(state="detached")

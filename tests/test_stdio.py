@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 
 import httpx
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
-from support import Page, eventually, tool
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from support import Page, eventually, free_port, tool
 
 
 class PortOnly:
