@@ -304,3 +304,16 @@ def test_settings_from_flags_and_environment(monkeypatch):
     assert settings.port == 9000 and settings.call_timeout == 12.5
     assert settings.inline_max == 9  # a flag beats the environment
     assert settings.host == "127.0.0.1" and settings.search_tool_name == "tool_search"
+
+
+def test_core_imports_neither_starlette_nor_mcp():
+    import subprocess
+    import sys
+
+    core = "bridge.catalog, bridge.calls, bridge.results, bridge.sessions, bridge.hub, bridge.messages, " \
+           "bridge.search, bridge.meta_tools, bridge.config"
+    code = (f"import sys, {core}\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'starlette', 'uvicorn', "
+            "'sse_starlette', 'websockets'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
