@@ -1,0 +1,236 @@
+"""Tool-search quality on MetaTool: the bridge's ToolIndex against plain rank-bm25.
+
+    python bench/search_quality.py --dataset ../shared/datasets/metatool [--limit N]
+
+Single-tool rows (all_clean_data.csv): R@1, R@5, R@10, nDCG@10, MRR@10. Multi-tool rows
+(multi_tool_query_golden.json): R@5 = share of a request's gold tools in the top 5. Name
+queries (each tool asked for by its name) and name fragments (its name less the first
+letter) exercise the name rules, which MetaTool's requests never reach. Every system
+answers through the call the bridge makes, search(query, limit=10), so a ToolIndex list
+shortened by AutoCut counts as it is. The ablation adds the pipeline one step at a time,
+then AutoCut variants are compared. --split dev|test scores one half of the rows (split by
+a hash of the query), so parameters can be chosen on one half and checked on the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import re
+import sys
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rank_bm25 import BM25Okapi
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, terms, tokenize  # noqa: E402
+
+Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
+TOP = 10
+
+
+# --- data ----------------------------------------------------------------------------------
+
+
+def load(dataset: Path) -> tuple[dict[str, str], list[tuple[str, str]], list[tuple[str, list[str]]]]:
+    """Tools (name -> description), single-tool rows and multi-tool rows, with every tool
+    name spelled as in plugin_des.json (the CSV's case differs now and then)."""
+    tools = json.loads((dataset / "plugin_des.json").read_text())
+    canonical = {name.lower(): name for name in tools}
+    with (dataset / "all_clean_data.csv").open(newline="") as file:
+        single = [(row["Query"], canonical[row["Tool"].lower()]) for row in csv.DictReader(file)]
+    multi = [
+        (row["query"], [canonical[name.lower()] for name in row["tool"]])
+        for row in json.loads((dataset / "multi_tool_query_golden.json").read_text())
+    ]
+    return tools, single, multi
+
+
+def in_split(query: str, split: str | None) -> bool:
+    return split is None or (zlib.crc32(query.encode()) % 2 == 0) == (split == "dev")
+
+
+# --- systems -------------------------------------------------------------------------------
+
+
+def rank_bm25_search(tools: dict[str, str], tokenizer: Callable[[str], list[str]]) -> Search:
+    """rank_bm25's BM25Okapi with its default parameters over "name words + description"."""
+    names = list(tools)
+    bm25 = BM25Okapi([tokenizer(f"{' '.join(split_words(name))} {tools[name]}") for name in names])
+
+    def search(query: str, limit: int) -> list[str]:
+        scores = bm25.get_scores(tokenizer(query))
+        order = sorted(range(len(names)), key=lambda i: -scores[i])[:limit]
+        return [names[i] for i in order if scores[i] > 0]
+
+    return search
+
+
+def plain_words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+# Each ablation switches one rule off by overriding the private step of ToolIndex that applies it.
+class NoAutocut(ToolIndex):
+    def _cut(self, hits: list[SearchHit]) -> list[SearchHit]:
+        return hits
+
+
+class NoFallback(NoAutocut):
+    def _name_substring_scores(self, query: str) -> dict[int, float]:
+        return {}
+
+
+class NoNameFirst(NoFallback):
+    def _name_matches(self, query: str) -> set[int]:
+        return set()
+
+
+def as_indexed(name: str, description: str) -> IndexedTool:
+    return IndexedTool(key=name, name=name, description=description)
+
+
+def tool_index_search(tools: dict[str, str], index_class: type[ToolIndex] = ToolIndex) -> Search:
+    index = index_class(as_indexed(name, description) for name, description in tools.items())
+    return lambda query, limit: [hit.key for hit in index.search(query, limit)]
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+
+def score_single(search: Search, rows: list[tuple[str, str]]) -> dict[str, float]:
+    totals = dict.fromkeys(["R@1", "R@5", "R@10", "nDCG@10", "MRR@10", "hits"], 0.0)
+    for query, gold in rows:
+        found = list(search(query, TOP))
+        totals["hits"] += len(found)
+        if gold in found:
+            rank = found.index(gold) + 1
+            totals["R@1"] += rank <= 1
+            totals["R@5"] += rank <= 5
+            totals["R@10"] += 1
+            totals["nDCG@10"] += 1 / math.log2(rank + 1)
+            totals["MRR@10"] += 1 / rank
+    return {name: total / len(rows) for name, total in totals.items()}
+
+
+def score_multi(search: Search, rows: list[tuple[str, list[str]]]) -> float:
+    recall = 0.0
+    for query, gold in rows:
+        top5 = set(search(query, TOP)[:5])
+        recall += len(top5.intersection(gold)) / len(gold)
+    return recall / len(rows)
+
+
+def name_rows(tools: dict[str, str]) -> list[tuple[str, str]]:
+    """An agent asking for a tool by name: as the page spelled it, and as words."""
+    return [(query, name) for name in tools for query in (name, " ".join(split_words(name)))]
+
+
+def fragment_rows(tools: dict[str, str]) -> list[tuple[str, str]]:
+    """A name remembered in part: its letters without the first one ("esearchhelper")."""
+    rows = []
+    for name in tools:
+        letters = "".join(split_words(name))
+        if len(letters) > 4:
+            rows.append((letters[1:], name))
+    return rows
+
+
+def recall_at_1(search: Search, rows: list[tuple[str, str]]) -> float:
+    return sum(search(query, TOP)[:1] == [gold] for query, gold in rows) / len(rows)
+
+
+def autocut_variants(tools: dict[str, str], single: list[tuple[str, str]], multi: list[tuple[str, list[str]]],
+                     by_name: list[tuple[str, str]]) -> None:
+    """AutoCut tuned: where it may first cut, and how steep a fall it needs."""
+    index = NoAutocut(as_indexed(name, description) for name, description in tools.items())
+    uncut = {query: index.search(query, TOP) for query, _ in single + multi + by_name}
+
+    def cutter(ratio: float, first: int) -> Search:
+        def search(query: str, limit: int) -> list[str]:
+            hits = uncut[query][:limit]
+            for at in range(first - 1, len(hits)):  # `first` counts from 1, and is at least 2
+                if hits[at].score < ratio * hits[at - 1].score:
+                    hits = hits[:at]
+                    break
+            return [hit.key for hit in hits]
+
+        return search
+
+    print()
+    print(f"{'AutoCut: stop before a hit scoring':<44} {'R@5':>6} {'R@10':>6} {'multi R@5':>9} {'hits':>6} {'name hits':>9}")
+    for ratio, first in [(0.0, 2), (0.5, 2), (0.5, 3), (0.5, 4), (0.25, 2)]:
+        label = "never (no AutoCut)" if not ratio else f"< {ratio:g} x the previous, from hit {first} on"
+        search = cutter(ratio, first)
+        scores = score_single(search, single)
+        name_hits = sum(len(search(query, TOP)) for query, _ in by_name) / len(by_name)
+        print(f"{label:<44} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} {score_multi(search, multi):>9.3f} "
+              f"{scores['hits']:>6.2f} {name_hits:>9.2f}")
+
+
+# --- report --------------------------------------------------------------------------------
+
+COLUMNS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR@10", "multi R@5", "name R@1", "frag R@1", "hits"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=Path("../shared/datasets/metatool"),
+                        help="MetaTool folder, relative to the repo root unless absolute")
+    parser.add_argument("--limit", type=int, help="score a seeded sample of this many single-tool rows")
+    parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
+    parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
+    args = parser.parse_args()
+
+    dataset = args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset
+    tools, single, multi = load(dataset)
+    single = [row for row in single if in_split(row[0], args.split)]
+    multi = [row for row in multi if in_split(row[0], args.split)]
+    if args.limit and args.limit < len(single):
+        single = random.Random(0).sample(single, args.limit)
+    by_name, fragments = name_rows(tools), fragment_rows(tools)
+
+    systems: list[tuple[str, Callable[[], Search]]] = [
+        ("rank_bm25 BM25Okapi, \\w+ (baseline)", lambda: rank_bm25_search(tools, plain_words)),
+    ]
+    if not args.no_ablation:
+        systems += [
+            ("+ bridge tokenizer, stemmer", lambda: rank_bm25_search(tools, tokenize)),
+            ("+ 4-letter truncations", lambda: rank_bm25_search(tools, terms)),
+            ("+ name weight, k1/b, idf²", lambda: tool_index_search(tools, NoNameFirst)),
+            ("+ exact name first", lambda: tool_index_search(tools, NoFallback)),
+            ("+ substring fallback", lambda: tool_index_search(tools, NoAutocut)),
+        ]
+    systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
+
+    print(f"MetaTool: {len(tools)} tools, {len(single)} single-tool rows, {len(multi)} multi-tool rows"
+          + (f" ({args.split} half)" if args.split else "")
+          + f"; {len(by_name)} name and {len(fragments)} name-fragment queries")
+    widths = [max(6, len(column)) for column in COLUMNS]
+    header = f"{'system':<36} " + " ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths))
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for label, build in systems:
+        search = build()
+        single_scores = score_single(search, single)
+        row = {**single_scores, "multi R@5": score_multi(search, multi),
+               "name R@1": recall_at_1(search, by_name), "frag R@1": recall_at_1(search, fragments)}
+        rows.append(row)
+        print(f"{label:<36} " + " ".join(f"{row[c]:>{w}.3f}" for c, w in zip(COLUMNS, widths)))
+    base, ours = rows[0], rows[-1]
+    print(f"{'ratio ToolIndex / baseline':<36} "
+          + " ".join(f"{ours[c] / base[c] if base[c] else float('inf'):>{w}.2f}" for c, w in zip(COLUMNS, widths)))
+    if not args.no_ablation:
+        autocut_variants(tools, single, multi, by_name)
+
+
+if __name__ == "__main__":
+    main()

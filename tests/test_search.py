@@ -1,0 +1,265 @@
+"""The tool search index: tokenizer, ranking rules and incremental updates (no server)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, stem, tokenize
+
+
+def tool(key: str, description: str = "", **fields) -> IndexedTool:
+    return IndexedTool(key=key, name=fields.pop("name", key), description=description, **fields)
+
+
+def keys(hits: list[SearchHit]) -> list[str]:
+    return [hit.key for hit in hits]
+
+
+# Tools that share no word with the others, so that no word of interest is in every tool
+# (which would give it zero idf and leave the ranking to the name fallback).
+UNRELATED = [tool(f"other_{n}", f"Unrelated {topic}") for n, topic in enumerate(["painting", "music", "cooking"])]
+
+
+# --- tokenizer -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("user_confirm", ["user", "confirm"]),  # snake
+        ("user-confirm", ["user", "confirm"]),  # kebab
+        ("files.read", ["files", "read"]),  # dots
+        ("calendar:create:event", ["calendar", "create", "event"]),  # colons
+        ("getWeatherForecast", ["get", "weather", "forecast"]),  # camelCase
+        ("HTTPServerStatus", ["http", "server", "status"]),  # an acronym before a word
+        ("getV2Data", ["get", "v2", "data"]),  # digits stay with their letters
+        ("upload_to_s3 in 2024", ["upload", "to", "s3", "in", "2024"]),
+        ("PDF&URLTool", ["pdf", "url", "tool"]),
+    ],
+)
+def test_split_words_on_separators_case_and_digits(text: str, words: list[str]) -> None:
+    assert split_words(text) == words
+
+
+def test_tokenize_lowercases_and_drops_one_letter_words() -> None:
+    assert tokenize("Get a B Value") == ["get", "valu"]
+
+
+@pytest.mark.parametrize(
+    ("forms", "common"),
+    [
+        (["file", "files", "filed", "filing"], "fil"),
+        (["create", "creates", "created", "creating"], "creat"),
+        (["query", "queries", "queried"], "query"),
+        (["match", "matches", "matched", "matching"], "match"),
+        (["run", "runs", "running"], "run"),
+    ],
+)
+def test_stem_folds_plural_and_verb_endings(forms: list[str], common: str) -> None:
+    assert {stem(form) for form in forms} == {common}
+
+
+@pytest.mark.parametrize("word", ["status", "analysis", "class", "string", "need"])
+def test_stem_leaves_words_that_only_look_inflected(word: str) -> None:
+    assert stem(word) == word
+
+
+def test_stemming_applies_to_documents_and_queries() -> None:
+    # Three-letter stems, which the four-letter truncations cannot join.
+    index = ToolIndex([tool("ship", "Ships boxes to any address"), tool("file_return", "File a tax return"),
+                       *UNRELATED])
+    assert keys(index.search("box")) == ["ship"]  # "boxes" stemmed in the document
+    assert keys(index.search("taxes")) == ["file_return"]  # "taxes" stemmed in the query
+    assert keys(index.search("shipping")) == ["ship"]
+
+
+# --- ranking rules -------------------------------------------------------------------------
+
+
+def test_exact_name_goes_first_whatever_bm25_says() -> None:
+    index = ToolIndex([
+        tool("search", "Book design courses"),  # its name is the query, its description is not
+        tool("web_search", "Search the web; search results, search suggestions"),
+        tool("search_files", "Search files by name and search inside them"),
+        *UNRELATED,
+    ])
+    for query in ("search", "SEARCH", " search "):
+        assert keys(index.search(query))[0] == "search"
+    assert keys(index.search("search the web"))[0] == "web_search"  # not a name: BM25 decides
+
+
+@pytest.mark.parametrize("query", ["user_confirm", "userConfirm", "user confirm", "User Confirm", "user-confirms"])
+def test_near_exact_name_forms_match(query: str) -> None:
+    index = ToolIndex([
+        tool("user_confirm", "Ask before acting"),
+        tool("confirm_order", "Confirm an order for a user; the user confirms, then the user pays"),
+        *UNRELATED,
+    ])
+    assert keys(index.search(query))[0] == "user_confirm"
+
+
+def test_name_match_also_counts_the_key() -> None:
+    index = ToolIndex([tool("page1_lookup", "Find a record", name="lookup"),
+                       tool("finder", "Lookup helper: lookup by id, lookup by name"), *UNRELATED])
+    assert keys(index.search("page1_lookup"))[0] == "page1_lookup"
+    assert keys(index.search("lookup"))[0] == "page1_lookup"
+
+
+def test_zero_idf_falls_back_to_substring_of_names() -> None:
+    # "widget" is in every tool (their app), so its idf is zero and BM25 ranks nothing.
+    index = ToolIndex([
+        tool("widget_inventory", "Count stock", app="Widget Shop"),
+        tool("create_order", "Place an order", app="Widget Shop"),
+        tool("refund", "Give money back", app="Widget Shop"),
+    ])
+    assert keys(index.search("widget")) == ["widget_inventory"]
+    assert index.search("shop") == []  # zero idf too, and in no name
+
+
+def test_substring_fallback_finds_part_of_a_name() -> None:
+    index = ToolIndex([tool("calculator", "Evaluate arithmetic"), tool("tax_calculator", "Income tax"),
+                       tool("weather", "Forecasts")])
+    assert keys(index.search("culat")) == ["calculator", "tax_calculator"]  # larger share of the name first
+
+
+def test_nonsense_query_returns_nothing() -> None:
+    index = ToolIndex([tool("get_weather", "Weather forecast for a city"), tool("send_email", "Send an email")])
+    assert index.search("zzqx flibber") == []
+    assert index.search("") == []
+    assert index.search("!!! ?") == []
+
+
+def test_limit_is_respected() -> None:
+    index = ToolIndex([*(tool(f"report_{n}", "Monthly report") for n in range(10)), *UNRELATED])
+    assert len(index.search("report", limit=3)) == 3
+    assert len(index.search("report", limit=1)) == 1
+    assert index.search("report", limit=0) == []
+
+
+def test_hits_are_best_first_with_float_scores() -> None:
+    index = ToolIndex([tool("plan_trip", "Plan a trip; checks the weather"),
+                       tool("get_weather", "Weather alerts"),
+                       tool("send_email", "Send an email")])
+    hits = index.search("weather")
+    assert keys(hits) == ["get_weather", "plan_trip"]
+    assert all(type(hit.score) is float for hit in hits)
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_autocut_drops_the_tail_after_a_steep_fall_in_score() -> None:
+    strong = [tool(f"invoice_export_{n}", "Export invoices as spreadsheets") for n in range(4)]
+    weak = tool("spreadsheet_view", "Open a spreadsheet")
+    index = ToolIndex([*strong, weak, *UNRELATED])
+    hits = index.search("export invoice spreadsheet", limit=10)
+    assert keys(hits) == [t.key for t in strong]
+    assert index.search("spreadsheet", limit=10)  # a lone weak match is still returned
+
+
+# --- what is indexed -----------------------------------------------------------------------
+
+
+def test_parameter_names_and_descriptions_are_searchable_one_level_deep() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "recipientAddress": {"type": "string", "description": "Where the parcel goes"},
+            "options": {
+                "type": "object",
+                "properties": {
+                    "priority_level": {"type": "string", "description": "How urgent the delivery is"},
+                    "deep": {"type": "object", "properties": {"hidden_flag": {"description": "Unreachable marker"}}},
+                },
+            },
+            "items": {"type": "array", "items": {"type": "object", "properties": {"sku": {"description": "Barcode"}}}},
+        },
+    }
+    index = ToolIndex([tool("ship", "Send something", input_schema=schema), tool("other", "Something else")])
+    for query in ("recipient", "address", "parcel", "priority", "urgent", "sku", "barcode"):
+        assert keys(index.search(query)) == ["ship"], query
+    # Two levels down is past the nesting the index reads.
+    assert index.search("hidden") == []
+    assert index.search("unreachable") == []
+
+
+def test_malformed_schema_is_ignored() -> None:
+    index = ToolIndex([tool("odd", "Odd tool", input_schema={"properties": ["not", "a", "mapping"]}),
+                       tool("odder", "Odder tool", input_schema={"properties": {"x": "not a schema", "y": {"description": 3}}})])
+    assert set(keys(index.search("odd"))) == {"odd"}
+    assert keys(index.search("odder")) == ["odder"]
+
+
+def test_app_and_title_are_searchable() -> None:
+    index = ToolIndex([
+        tool("add_item", "Add an item", app="Kitchen Planner"),
+        tool("add_row", "Add a row", title="Spreadsheet row appender"),
+    ])
+    assert keys(index.search("kitchen")) == ["add_item"]
+    assert keys(index.search("spreadsheet")) == ["add_row"]
+
+
+def test_empty_index_returns_nothing() -> None:
+    index = ToolIndex()
+    assert index.search("anything") == []
+    assert len(index) == 0
+    assert "anything" not in index
+
+
+# --- updates -------------------------------------------------------------------------------
+
+
+def test_add_replaces_a_tool_with_the_same_key() -> None:
+    index = ToolIndex([tool("lookup", "Find a customer"), tool("other", "Unrelated")])
+    index.add([tool("lookup", "Find an invoice")])
+    assert len(index) == 2
+    assert index.search("customer") == []
+    assert keys(index.search("invoice")) == ["lookup"]
+
+
+def test_remove_drops_a_tool_from_results() -> None:
+    index = ToolIndex([tool("get_weather", "Weather forecast"), tool("plan_trip", "Trip plan with weather"),
+                       tool("send_email", "Send an email")])
+    index.remove(["get_weather", "never_added"])
+    assert "get_weather" not in index and "plan_trip" in index
+    assert len(index) == 2
+    assert keys(index.search("weather")) == ["plan_trip"]
+    assert keys(index.search("get_weather forecast")) == ["plan_trip"]
+    index.remove(["plan_trip"])
+    assert index.search("weather") == []
+
+
+def test_many_add_remove_cycles_match_a_freshly_built_index() -> None:
+    rng = random.Random(1)
+    words = "get list create delete send email invoice order user report weather calendar event file share".split()
+
+    def random_tool(key: str) -> IndexedTool:
+        return IndexedTool(
+            key=key,
+            name="_".join(rng.sample(words, 2)),
+            description=" ".join(rng.choices(words, k=rng.randint(0, 8))),
+            app=rng.choice([None, "Mail", "Calendar"]),
+            input_schema={"properties": {rng.choice(words): {"description": " ".join(rng.choices(words, k=3))}}},
+        )
+
+    index = ToolIndex()
+    live: dict[str, IndexedTool] = {}
+    for _ in range(300):
+        action = rng.random()
+        if action < 0.5 or not live:
+            batch = [random_tool(f"t{rng.randrange(60)}") for _ in range(rng.randint(1, 5))]
+            index.add(batch)
+            live.update((t.key, t) for t in batch)
+        else:
+            gone = rng.sample(sorted(live), rng.randint(1, min(4, len(live))))
+            index.remove(gone)
+            for key in gone:
+                del live[key]
+        if rng.random() < 0.2:  # searching in between fills the per-term cache; it must not go stale
+            index.search(rng.choice(words))
+
+    fresh = ToolIndex(live.values())
+    assert len(index) == len(fresh) == len(live)
+    queries = words + [" ".join(rng.sample(words, 3)) for _ in range(30)] + [next(iter(live.values())).name]
+    for query in queries:
+        assert index.search(query, limit=10) == fresh.search(query, limit=10), query
