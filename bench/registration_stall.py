@@ -28,7 +28,8 @@ def tools(prefix: str, n: int) -> list[dict]:
     return [{"name": f"{prefix}_{VERBS[i % 10]}_{NOUNS[i // 10 % 10]}_{i}",
              "description": f"{VERBS[i % 10].title()} the {NOUNS[i // 10 % 10]} number {i} of the {prefix} app.",
              "inputSchema": {"type": "object", "properties": {
-                 "id": {"type": "string", "description": f"which {NOUNS[i // 10 % 10]}"},
+                 # Every schema distinct, as on a real page: the bridge caches schema checks by content.
+                 "id": {"type": "string", "description": f"which {NOUNS[i // 10 % 10]} (#{i} of {prefix})"},
                  "limit": {"type": "integer", "minimum": 1}}, "required": ["id"]}} for i in range(n)]
 
 
@@ -66,7 +67,7 @@ async def main() -> None:
         await hub.handle(resident, RegisterTools(type="agui.tools.register", tools=tools("resident", room_size)))
         for label, count in (("a page registers 5 tools", 5), ("a page registers 1,000 tools", 1_000)):
             page, _ = hub.hello(Hello(type="agui.hello"))
-            message = RegisterTools(type="agui.tools.register", tools=tools(f"p{count}", count))
+            message = RegisterTools(type="agui.tools.register", tools=tools(f"p{count}r{room_size}", count))
 
             async def register():
                 await hub.handle(page, message)
