@@ -46,6 +46,7 @@ from bridge.results import error_result, to_call_tool_result
 log = logging.getLogger("bridge.mcp")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
+NOTIFY_TIMEOUT = 1.0
 
 
 class _ToolsChangingServer(Server[Any]):
@@ -116,13 +117,14 @@ class RoomServer:
 
     async def _notify_if_changed(self) -> None:
         await asyncio.sleep(0)
-        fingerprint = self.room.listing().fingerprint
-        if fingerprint == self._notified:
-            return
-        self._notified = fingerprint
-        for session in list(self._legacy_sessions.values()):
-            await session.send_tool_list_changed()
-        await self._bus.publish(ToolsListChanged())
+        # Looping catches a change made while the notifications were going out: `_room_changed`
+        # starts no second task while this one runs.
+        while (fingerprint := self.room.listing().fingerprint) != self._notified:
+            self._notified = fingerprint
+            for session in list(self._legacy_sessions.values()):
+                with anyio.move_on_after(NOTIFY_TIMEOUT):  # one stuck client must not hold up the rest
+                    await session.send_tool_list_changed()
+            await self._bus.publish(ToolsListChanged())
 
     # --- calls -----------------------------------------------------------------------------
 
