@@ -17,6 +17,7 @@ from typing import Any
 
 import jsonschema
 from pydantic import ValidationError
+from referencing.exceptions import Unresolvable
 
 from bridge.messages import ToolDefinition, validation_summary
 from bridge.search import IndexedTool, ToolIndex
@@ -55,7 +56,7 @@ class Tool:
     definition: ToolDefinition
     app: str | None
     seq: int  # registration order in the room
-    _arguments_validator: Any = field(default=None, repr=False)
+    _validators: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled per schema field
 
     def describe(self, description_max_chars: int | None = None) -> dict[str, Any]:
         """The tool as an MCP tool definition (wire shape), optionally with a cut description."""
@@ -74,15 +75,32 @@ class Tool:
 
     def argument_errors(self, arguments: dict[str, Any]) -> str | None:
         """A readable reason the arguments break the input schema, or None."""
-        if self._arguments_validator is None:
-            self._arguments_validator = jsonschema.Draft202012Validator(self.definition.inputSchema)
+        return self._schema_errors("inputSchema", arguments, "(arguments)")
+
+    def result_errors(self, result: dict[str, Any]) -> str | None:
+        """A readable reason a CallToolResult (wire JSON) breaks the output schema, or None.
+
+        MCP requires the structured content of a tool with an output schema to match it;
+        error results are exempt.
+        """
+        if self.definition.outputSchema is None or result.get("isError"):
+            return None
+        if "structuredContent" not in result:
+            return "the tool has an outputSchema but its result has no structured content"
+        return self._schema_errors("outputSchema", result["structuredContent"], "(result)")
+
+    def _schema_errors(self, schema_field: str, instance: Any, whole: str) -> str | None:
+        validator = self._validators.get(schema_field)
+        if validator is None:
+            validator = self._validators[schema_field] = jsonschema.Draft202012Validator(
+                getattr(self.definition, schema_field))
         try:
-            errors = sorted(self._arguments_validator.iter_errors(arguments), key=lambda e: list(e.path))
-        except jsonschema.exceptions._RefResolutionError as exc:  # an unresolvable $ref: nothing to check against
-            return f"The tool's input schema cannot be used to check arguments: {exc}"
+            errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+        except Unresolvable as exc:  # a $ref that points nowhere: nothing to check against
+            return f"the tool's {schema_field} cannot be used: {exc}"
         if not errors:
             return None
-        return "; ".join(f"{'/'.join(map(str, e.path)) or '(arguments)'}: {e.message}" for e in errors[:5])
+        return "; ".join(f"{'/'.join(map(str, e.path)) or whole}: {e.message}" for e in errors[:5])
 
     def indexed(self) -> IndexedTool:
         d = self.definition
@@ -209,7 +227,8 @@ class Room:
         for definition in definitions:
             existing = self._by_page.get((session_id, definition.name))
             if existing is not None:
-                existing.definition, existing.app, existing._arguments_validator = definition, app, None
+                existing.definition, existing.app = definition, app
+                existing._validators.clear()
                 registered.append(existing)
                 continue
             self._seq += 1

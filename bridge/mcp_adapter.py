@@ -170,8 +170,12 @@ class RoomServer:
             tg.cancel_scope.cancel()
         send_progress.close()
         receive_progress.close()
-        return self._result(ctx, to_call_tool_result(
-            outcome, structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS))
+        result = to_call_tool_result(outcome,
+                                     structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
+        problem = tool.result_errors(result)
+        if problem is not None:
+            result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
+        return self._result(ctx, result)
 
     async def _relay_progress(self, ctx: ServerRequestContext, page_progress) -> None:
         """Forward the page's progress, and tick while it is quiet so clients with request timeouts keep waiting."""

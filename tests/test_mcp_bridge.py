@@ -481,3 +481,18 @@ async def test_state_never_publishes_session_ids():
     async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient() as http:
         state = (await http.get(b.url + "/api/state")).text
         assert p.session_id not in state and p.session_id[:6] in state
+
+
+async def test_results_are_checked_against_the_output_schema():
+    cart = tool("get_cart", "Read the cart.", outputSchema={
+        "type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]})
+    async with running_bridge() as b, page(b, cart) as p, Client(b.mcp_url(), mode="legacy") as client:
+        _, good = await call_and_answer(client, p, "get_cart", {}, result={"total": 12.5})
+        assert not good.is_error and good.structured_content == {"total": 12.5}
+        _, wrong = await call_and_answer(client, p, "get_cart", {}, result={"total": "lots"})
+        assert wrong.is_error and "does not match its output schema" in wrong.content[0].text
+        assert "total: 'lots' is not of type 'number'" in wrong.content[0].text
+        _, text = await call_and_answer(client, p, "get_cart", {}, result="twelve")
+        assert text.is_error and "no structured content" in text.content[0].text
+        _, failed = await call_and_answer(client, p, "get_cart", {}, error="cart unavailable")
+        assert failed.is_error and failed.content[0].text == "cart unavailable"  # errors are exempt
