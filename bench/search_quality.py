@@ -30,7 +30,7 @@ from rank_bm25 import BM25Okapi
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, terms, tokenize  # noqa: E402
+from bridge.search import IndexedTool, ToolIndex, split_words, terms, tokenize  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
 TOP = 10
@@ -79,11 +79,17 @@ def plain_words(text: str) -> list[str]:
 
 # Each ablation switches one rule off by overriding the private step of ToolIndex that applies it.
 class NoAutocut(ToolIndex):
-    def _cut(self, hits: list[SearchHit]) -> list[SearchHit]:
-        return hits
+    @staticmethod
+    def _cut(scores: list[float]) -> int:
+        return len(scores)
 
 
-class NoFallback(NoAutocut):
+class NoRerank(NoAutocut):
+    def _rerank(self, query_terms: list[str], word_scores: dict[int, float]) -> dict[int, float]:
+        return word_scores
+
+
+class NoFallback(NoRerank):
     def _name_substring_scores(self, query: str) -> dict[int, float]:
         return {}
 
@@ -91,6 +97,21 @@ class NoFallback(NoAutocut):
 class NoNameFirst(NoFallback):
     def _name_matches(self, query: str) -> set[int]:
         return set()
+
+
+def cutting(ratio: float, first: int) -> type[ToolIndex]:
+    """ToolIndex with AutoCut stopping before a hit scoring < `ratio` x the one before it,
+    from hit number `first` (counted from 1, at least 2) on; ratio 0 never cuts."""
+
+    class Cutting(ToolIndex):
+        @staticmethod
+        def _cut(scores: list[float]) -> int:
+            for at in range(first - 1, len(scores)):
+                if scores[at] < ratio * scores[at - 1]:
+                    return at
+            return len(scores)
+
+    return Cutting
 
 
 def as_indexed(name: str, description: str) -> IndexedTool:
@@ -150,25 +171,11 @@ def recall_at_1(search: Search, rows: list[tuple[str, str]]) -> float:
 def autocut_variants(tools: dict[str, str], single: list[tuple[str, str]], multi: list[tuple[str, list[str]]],
                      by_name: list[tuple[str, str]]) -> None:
     """AutoCut tuned: where it may first cut, and how steep a fall it needs."""
-    index = NoAutocut(as_indexed(name, description) for name, description in tools.items())
-    uncut = {query: index.search(query, TOP) for query, _ in single + multi + by_name}
-
-    def cutter(ratio: float, first: int) -> Search:
-        def search(query: str, limit: int) -> list[str]:
-            hits = uncut[query][:limit]
-            for at in range(first - 1, len(hits)):  # `first` counts from 1, and is at least 2
-                if hits[at].score < ratio * hits[at - 1].score:
-                    hits = hits[:at]
-                    break
-            return [hit.key for hit in hits]
-
-        return search
-
     print()
     print(f"{'AutoCut: stop before a hit scoring':<44} {'R@5':>6} {'R@10':>6} {'multi R@5':>9} {'hits':>6} {'name hits':>9}")
     for ratio, first in [(0.0, 2), (0.5, 2), (0.5, 3), (0.5, 4), (0.25, 2)]:
         label = "never (no AutoCut)" if not ratio else f"< {ratio:g} x the previous, from hit {first} on"
-        search = cutter(ratio, first)
+        search = tool_index_search(tools, cutting(ratio, first))
         scores = score_single(search, single)
         name_hits = sum(len(search(query, TOP)) for query, _ in by_name) / len(by_name)
         print(f"{label:<44} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} {score_multi(search, multi):>9.3f} "
@@ -206,7 +213,8 @@ def main() -> None:
             ("+ 4-letter truncations", lambda: rank_bm25_search(tools, terms)),
             ("+ name weight, k1/b, idf²", lambda: tool_index_search(tools, NoNameFirst)),
             ("+ exact name first", lambda: tool_index_search(tools, NoFallback)),
-            ("+ substring fallback", lambda: tool_index_search(tools, NoAutocut)),
+            ("+ substring fallback", lambda: tool_index_search(tools, NoRerank)),
+            ("+ letter-trigram rerank", lambda: tool_index_search(tools, NoAutocut)),
         ]
     systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
 

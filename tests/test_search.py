@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, stem, tokenize
+from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, stem, terms, tokenize
+from bridge.search import _word_terms, _words
 
 
 def tool(key: str, description: str = "", **fields) -> IndexedTool:
@@ -41,6 +42,19 @@ UNRELATED = [tool(f"other_{n}", f"Unrelated {topic}") for n, topic in enumerate(
 )
 def test_split_words_on_separators_case_and_digits(text: str, words: list[str]) -> None:
     assert split_words(text) == words
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["getWeather.forecast, then HTTPServer", "a\tb\nc  d", "x-y_z:w", "tabs\tand\u00a0no-break spaces",
+     "Ünïcode ÉCOLE straße", "(parenthesised) [getV2Data]", "", "   ", "upload_to_s3 in 2024!"],
+)
+def test_pieces_between_white_space_give_the_words_of_the_whole_text(text: str) -> None:
+    # The index splits at white space first and looks each piece up; no word spans white
+    # space, so this must be what splitting the whole text gives.
+    whole = [word for word in split_words(text) if len(word) > 1]
+    assert _words(text) == whole
+    assert terms(text) == [term for word in whole for term in _word_terms(word)]
 
 
 def test_tokenize_lowercases_and_drops_one_letter_words() -> None:
@@ -155,6 +169,30 @@ def test_autocut_drops_the_tail_after_a_steep_fall_in_score() -> None:
     hits = index.search("export invoice spreadsheet", limit=10)
     assert keys(hits) == [t.key for t in strong]
     assert index.search("spreadsheet", limit=10)  # a lone weak match is still returned
+
+
+def test_trigrams_reorder_word_matches_by_shared_letters() -> None:
+    # "weathermen" is no term of either tool, and both match "forecast" and "weat*" alike;
+    # the letters of "weatherman" are closer, so that tool goes first (keys would put the
+    # other first on a tie).
+    index = ToolIndex([tool("a_forecast", "Forecast for weather stations"),
+                       tool("b_forecast", "Forecast for weatherman shows"),
+                       tool("heathermen", "Heathermen club"), *UNRELATED])
+    found = keys(index.search("weathermen forecast"))
+    assert found == ["b_forecast", "a_forecast"]  # a tool sharing only letters is not added
+
+
+def test_a_reused_slot_is_not_reranked_with_the_trigrams_of_its_former_tool() -> None:
+    tools = [tool("a_forecast", "Forecast for weather stations"), tool("b_forecast", "Forecast for weatherman shows"),
+             *UNRELATED]
+    index = ToolIndex(tools)
+    assert keys(index.search("weathermen forecast"))[0] == "b_forecast"  # its trigrams are now cached
+    index.remove(["b_forecast"])
+    replacement = tool("c_forecast", "Forecast for cricket fans")  # takes the free slot
+    index.add([replacement])
+    fresh = ToolIndex([tools[0], *UNRELATED, replacement])
+    assert index.search("weathermen forecast", limit=10) == fresh.search("weathermen forecast", limit=10)
+    assert keys(index.search("weathermen forecast")) == ["a_forecast", "c_forecast"]
 
 
 # --- what is indexed -----------------------------------------------------------------------
