@@ -31,10 +31,6 @@ class Outcome:
     def failure(cls, kind: str, message: str) -> Outcome:
         return cls(error=message, kind=kind)
 
-    @property
-    def is_error(self) -> bool:
-        return self.error is not None
-
 
 @dataclass(eq=False)
 class Call:

@@ -174,9 +174,6 @@ class Room:
     def get(self, key: str) -> Tool | None:
         return self._tools.get(key)
 
-    def tools(self) -> list[Tool]:
-        return list(self._tools.values())
-
     def tools_of(self, session_id: str) -> list[Tool]:
         return [t for t in self._tools.values() if t.session_id == session_id]
 
