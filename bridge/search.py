@@ -403,7 +403,7 @@ class ToolIndex:
             if slot is None:
                 continue
             for term in self._bm25.clear(slot):
-                for trigram in _letter_trigrams(term):
+                for trigram in set(_letter_trigrams(term)):  # "10000" has "000" twice
                     _discard(self._stems_with, trigram, term)
             self._trigram_bags.pop(slot, None)
             for form in self._name_forms_at[slot]:

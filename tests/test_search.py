@@ -269,7 +269,8 @@ def test_remove_drops_a_tool_from_results() -> None:
 
 def test_many_add_remove_cycles_match_a_freshly_built_index() -> None:
     rng = random.Random(1)
-    words = "get list create delete send email invoice order user report weather calendar event file share".split()
+    words = ("get list create delete send email invoice order user report weather calendar event file share "
+             "10000 aaaa ababab mississippi").split()  # the last hold repeated letter trigrams
 
     def random_tool(key: str) -> IndexedTool:
         return IndexedTool(
@@ -301,3 +302,14 @@ def test_many_add_remove_cycles_match_a_freshly_built_index() -> None:
     queries = words + [" ".join(rng.sample(words, 3)) for _ in range(30)] + [next(iter(live.values())).name]
     for query in queries:
         assert index.search(query, limit=10) == fresh.search(query, limit=10), query
+
+
+def test_removing_a_tool_whose_words_repeat_a_trigram():
+    # " 10000 " holds the trigram "000" twice; the tool must still leave cleanly.
+    index = ToolIndex([IndexedTool("a", "budget_10000", "Limit of 10000 and 1000100 units"),
+                       IndexedTool("b", "weather_tool", "Forecast for a city"),
+                       IndexedTool("c", "music_tool", "Play a song")])
+    index.remove(["a"])
+    assert "a" not in index and [hit.key for hit in index.search("weather forecast")] == ["b"]
+    index.add([IndexedTool("a", "budget_10000", "Limit of 10000 units")])
+    assert index.search("budget 10000")[0].key == "a"
