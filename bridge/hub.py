@@ -100,20 +100,17 @@ class Hub:
             outcome = (Outcome.failure("error", msg.error.message) if msg.error is not None
                        else Outcome(result=msg.result))
             if not self.calls.settle(msg.call_id, outcome, session_id=session.id):
-                raise ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page "
-                                    "(unknown, already answered, cancelled or timed out).", call_id=msg.call_id,
-                                    reply_to=msg.id)
+                raise _unknown_call(msg)
             return []
         if isinstance(msg, ToolProgress):
             if not self.calls.report_progress(msg.call_id, msg.progress, msg.total, msg.message,
                                               session_id=session.id):
-                raise ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page.",
-                                    call_id=msg.call_id, reply_to=msg.id)
+                raise _unknown_call(msg)
             return []
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
 
     async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
-        # Checking JSON Schemas costs ~2 ms a tool: done in a thread so a page bringing hundreds of
+        # Checking JSON Schemas costs ~1 ms a tool: done in a thread so a page bringing hundreds of
         # tools does not stall the loop; the catalog then takes them in slices for the same reason.
         definitions, errors = await asyncio.to_thread(_check_definitions, msg.tools)
         room, tools = self.room(session.room), []
@@ -157,6 +154,11 @@ class Hub:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
         return outcome
+
+
+def _unknown_call(msg: ToolReturn | ToolProgress) -> ProtocolError:
+    return ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page (unknown, already "
+                         "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 
 
 def _check_definitions(raw_tools: list[Any]) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
