@@ -160,16 +160,15 @@ class RoomServer:
         return tool
 
     async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
-        page_progress = anyio.create_memory_object_stream[tuple[float, float | None, str | None]](64)
-        send_progress, receive_progress = page_progress
-        async with anyio.create_task_group() as tg:
-            if progress_token_from_params(ctx.params) is not None:
-                tg.start_soon(self._relay_progress, ctx, receive_progress)
-            outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
-                                          on_progress=lambda *p: _offer(send_progress, p))
-            tg.cancel_scope.cancel()
-        send_progress.close()
-        receive_progress.close()
+        send_progress, receive_progress = anyio.create_memory_object_stream[
+            tuple[float, float | None, str | None]](64)
+        with send_progress, receive_progress:
+            async with anyio.create_task_group() as tg:
+                if progress_token_from_params(ctx.params) is not None:
+                    tg.start_soon(self._relay_progress, ctx, receive_progress)
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
+                                              on_progress=lambda *p: _offer(send_progress, p))
+                tg.cancel_scope.cancel()
         result = to_call_tool_result(outcome,
                                      structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
         problem = tool.result_errors(result)
