@@ -62,7 +62,7 @@ async def main() -> None:
     idle_took, idle = await longest_stall(lambda: asyncio.sleep(0.2))
     print(f"{'-':>10} {'idle loop (baseline)':<28} {idle_took * 1e3:9.1f} {idle * 1e3:17.2f} {1:8.1f}")
     for room_size in (100, 1_000, 10_000):
-        hub = Hub(Settings())
+        hub = Hub(Settings().hub_config())
         resident, _ = hub.hello(Hello(type="agui.hello"))
         await hub.handle(resident, RegisterTools(type="agui.tools.register", tools=tools("resident", room_size)))
         for label, count in (("a page registers 5 tools", 5), ("a page registers 1,000 tools", 1_000)):

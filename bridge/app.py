@@ -1,10 +1,23 @@
-"""The HTTP application: page endpoints, MCP endpoints, the browser client, demo and dashboard."""
+"""`Bridge`: the whole bridge as one ASGI app — page endpoints, MCP endpoints, the browser
+client, the demo page and the dashboard.
+
+Standalone, it runs its own lifespan. Mounted in a host app, the host enters it, because a
+mounted app's lifespan never runs::
+
+    bridge = Bridge(Settings(allowed_origins="https://app.example"))
+    app = Starlette(routes=[Mount("/bridge", app=bridge)], lifespan=bridge.lifespan)
+
+Every URL the bridge hands out (the page's event stream, the client's WebSocket, the demo's
+MCP URL) follows the mount prefix and `root_path`.
+"""
 
 from __future__ import annotations
 
-import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,71 +27,72 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 
-from bridge.config import Settings
+from bridge.config import LOOPBACK_HOSTS, Settings
 from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms
 from bridge.page_endpoints import PageEndpoints, origin_pattern
 
-WEB_CLIENT = Path(__file__).resolve().parent.parent / "web_client"
 
 
-def state(hub: Hub) -> dict:
-    """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
-
-    Pages appear by `page_id`, the first 6 characters of their session id: the whole id lets
-    whoever holds it resume the session, so it is never published.
-    """
-    now = time.monotonic()
-    rooms = []
-    for room in hub.catalog.rooms():
-        listing = room.listing()
-        pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
-                  "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
-                            for t in room.tools_of(s.id)]}
-                 for s in hub.sessions.values() if s.room == room.name]
-        rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
-                      "deferred": listing.deferred, "pages": pages})
-    return {"rooms": rooms, "calls": [c.summary(now) for c in hub.calls.in_flight()], "recent": list(hub.calls.recent)}
+def _web_client() -> Path:
+    """The browser client: inside the installed package (the wheel maps web_client/ to
+    bridge/web_client/), else beside the package in a source checkout or editable install."""
+    here = Path(__file__).resolve().parent
+    installed = here / "web_client"
+    return installed if installed.is_dir() else here.parent / "web_client"
 
 
-def create_app(settings: Settings, hub: Hub | None = None) -> Starlette:
-    hub = hub or Hub(settings)
-    pages = PageEndpoints(hub)
-    mcp = McpRooms(hub)
+WEB_CLIENT = _web_client()
+
+
+class Bridge:
+    """The bridge as an ASGI app. `settings` or keyword overrides of `Settings` configure it."""
+
+    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
+        self.settings = replace(settings or Settings(), **overrides)
+        self.hub = Hub(self.settings.hub_config())
+        self.mcp = McpRooms(self.hub, self.settings)
+        self.pages = PageEndpoints(self.hub, self.settings)
+        self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
 
     @asynccontextmanager
-    async def lifespan(app: Starlette):
-        async with mcp.running():
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+        """Runs the MCP session managers; enter it from the host app's lifespan when mounted."""
+        async with self.mcp.running():
             yield
 
-    async def api_state(request: Request) -> JSONResponse:
-        return JSONResponse(state(hub))
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
 
-    def page(name: str):
-        async def endpoint(request: Request) -> FileResponse:
-            return FileResponse(WEB_CLIENT / name)
-        return endpoint
+    def _routes(self) -> list[Any]:
+        async def api_state(request: Request) -> JSONResponse:
+            return JSONResponse(self.hub.state())
 
-    routes = [
-        WebSocketRoute("/agui/ws", pages.websocket),
-        Route("/agui/events", pages.events),
-        Route("/mcp", mcp),
-        Route("/rooms/{room}/mcp", mcp),
-        Route("/api/state", api_state),
-        Route("/", page("demo.html")),
-        Route("/dashboard", page("dashboard.html")),
-        Mount("/client", StaticFiles(directory=WEB_CLIENT, check_dir=False)),
-    ]
-    # Pages served from other local origins import the client module and open the event stream cross-origin.
-    cors = Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(settings.allowed_origins).pattern,
-                      allow_methods=["GET"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])
-    middleware = [cors]
-    if settings.loopback_only:
-        # A page on another site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) still
-        # sends its own Host header: refuse it, as the MCP endpoint does.
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1"]))
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    app.state.hub = hub
-    app.state.mcp = mcp
-    return app
+        def page(name: str):
+            async def endpoint(request: Request) -> FileResponse:
+                return FileResponse(WEB_CLIENT / name)
+            return endpoint
+
+        return [
+            WebSocketRoute("/agui/ws", self.pages.websocket),
+            Route("/agui/events", self.pages.events),
+            Route("/mcp", self.mcp),
+            Route("/rooms/{room}/mcp", self.mcp),
+            Route("/api/state", api_state),
+            Route("/", page("demo.html")),
+            Route("/dashboard", page("dashboard.html")),
+            Mount("/client", StaticFiles(directory=WEB_CLIENT, check_dir=False)),
+        ]
+
+    def _middleware(self) -> list[Middleware]:
+        s = self.settings
+        # Pages served from other local origins import the client module and open the event stream cross-origin.
+        middleware = [Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
+                                 allow_methods=["GET"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
+        if s.loopback_only:
+            # A page on another site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) still
+            # sends its own Host header: refuse it, as the MCP endpoint does.
+            middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS)))
+        return middleware

@@ -9,6 +9,7 @@ dashboard. Knows nothing of sockets or MCP.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections import deque
@@ -38,9 +39,7 @@ class Call:
     room: str
     session_id: str
     tool_key: str
-    tool_name: str  # as the page knows it
-    params: dict[str, Any]
-    mcp_request_id: Any
+    arguments: dict[str, Any]
     future: asyncio.Future[Outcome]
     on_progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
@@ -49,7 +48,7 @@ class Call:
     def summary(self, now: float | None = None) -> dict[str, Any]:
         age = (now if now is not None else time.monotonic()) - self.started
         return {"call_id": self.call_id, "room": self.room, "page_id": self.session_id[:6], "tool": self.tool_key,
-                "started_at": self.started_at, "age_s": round(age, 3)}
+                "arguments": _truncated(self.arguments), "started_at": self.started_at, "age_s": round(age, 3)}
 
 
 class CallTable:
@@ -62,17 +61,14 @@ class CallTable:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def open(self, *, room: str, session_id: str, tool_key: str, tool_name: str, params: dict[str, Any],
-             mcp_request_id: Any = None, on_progress: ProgressSink | None = None) -> Call:
+    def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
+             on_progress: ProgressSink | None = None) -> Call:
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
         call_id = "c_" + secrets.token_urlsafe(12)
-        call = Call(call_id, room, session_id, tool_key, tool_name, params, mcp_request_id,
-                    asyncio.get_running_loop().create_future(), on_progress)
+        call = Call(call_id, room, session_id, tool_key, arguments, asyncio.get_running_loop().create_future(),
+                    on_progress)
         self._calls[call_id] = call
         return call
-
-    def get(self, call_id: str) -> Call | None:
-        return self._calls.get(call_id)
 
     def in_flight(self, session_id: str | None = None) -> list[Call]:
         return [c for c in self._calls.values() if session_id is None or c.session_id == session_id]
@@ -103,6 +99,15 @@ class CallTable:
         entry = call.summary()
         entry.update(duration_s=entry.pop("age_s"), outcome=outcome.kind, error=outcome.error)
         self.recent.appendleft(entry)
+
+
+ARGUMENTS_SHOWN = 200
+
+
+def _truncated(arguments: dict[str, Any]) -> str:
+    """The arguments as the dashboard shows them: JSON, cut to a line."""
+    text = json.dumps(arguments, ensure_ascii=False)
+    return text if len(text) <= ARGUMENTS_SHOWN else text[: ARGUMENTS_SHOWN - 1] + "…"
 
 
 class MonotonicProgress:

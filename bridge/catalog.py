@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -54,16 +55,23 @@ class Tool:
     page_name: str  # the name the page gave
     session_id: str
     definition: ToolDefinition
-    app: str | None
+    app: str | None  # the page's title, which the index reads too
+    page_label: str  # how agents tell this tool's page from another offering the same name
     seq: int  # registration order in the room
     _validators: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled per schema field
 
-    def describe(self, description_max_chars: int | None = None) -> dict[str, Any]:
-        """The tool as an MCP tool definition (wire shape), optionally with a cut description."""
+    def describe(self, description_max_chars: int | None = None, *, name_shared: bool = False) -> dict[str, Any]:
+        """The tool as an MCP tool definition (wire shape), optionally with a cut description.
+
+        `name_shared`: another page offers a tool of the same name, so the description says
+        which page this one belongs to.
+        """
         d = self.definition
         description = d.description
         if description_max_chars is not None and len(description) > description_max_chars:
             description = description[: description_max_chars - 1].rstrip() + "…"
+        if name_shared:
+            description = f"{description} [from {self.page_label}]".lstrip()
         listed: dict[str, Any] = {"name": self.key, "description": description, "inputSchema": d.inputSchema}
         if d.title is not None:
             listed["title"] = d.title
@@ -160,6 +168,7 @@ class Room:
         self.policy = policy
         self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
         self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
+        self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
         self._activated: set[str] = set()
         self._index = ToolIndex()
         self._seq = 0
@@ -177,6 +186,9 @@ class Room:
     def tools_of(self, session_id: str) -> list[Tool]:
         return [t for t in self._tools.values() if t.session_id == session_id]
 
+    def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
+        return tool.describe(description_max_chars, name_shared=self._name_counts[tool.page_name] > 1)
+
     def is_deferred(self, key: str) -> bool:
         return key in self._tools and key not in self.listing().keys
 
@@ -188,7 +200,7 @@ class Room:
     def _compute_listing(self) -> Listing:
         p = self.policy
         if len(self._tools) <= p.inline_max:
-            everything = [t.describe() for t in self._tools.values()]
+            everything = [self.describe(t) for t in self._tools.values()]
             if sum(map(estimate_tokens, everything)) <= p.inline_token_budget:
                 return Listing(everything, search_mode=False, deferred=0)
         # Search mode: a prefix of registration order that fits beside the meta-tools, then
@@ -196,14 +208,14 @@ class Room:
         inline: list[Tool] = []
         room_for, budget = p.inline_max - p.meta_tools, p.inline_token_budget - p.meta_tool_tokens
         for tool in self._tools.values():
-            cost = estimate_tokens(tool.describe(p.description_max_chars))
+            cost = estimate_tokens(self.describe(tool, p.description_max_chars))
             if room_for <= 0 or cost > budget:
                 break
             inline.append(tool)
             room_for, budget = room_for - 1, budget - cost
         prefix = {t.key for t in inline}
         activated = sorted((self._tools[k] for k in self._activated if k not in prefix), key=lambda t: t.seq)
-        listed = [t.describe(p.description_max_chars) for t in inline + activated]
+        listed = [self.describe(t, p.description_max_chars) for t in inline + activated]
         return Listing(listed, search_mode=True, deferred=len(self._tools) - len(listed))
 
     # --- change ----------------------------------------------------------------------------
@@ -218,8 +230,10 @@ class Room:
         for listener in list(self._listeners):
             listener(self)
 
-    def register(self, session_id: str, app: str | None, definitions: Iterable[ToolDefinition]) -> list[Tool]:
+    def register(self, session_id: str, app: str | None, definitions: Iterable[ToolDefinition],
+                 page_label: str | None = None) -> list[Tool]:
         """Add or replace a page's tools; returns them with their MCP names."""
+        page_label = page_label or f"page {session_id[:6]}"
         registered = []
         for definition in definitions:
             existing = self._by_page.get((session_id, definition.name))
@@ -230,9 +244,10 @@ class Room:
                 continue
             self._seq += 1
             tool = Tool(self._free_name(definition.name, session_id), definition.name, session_id, definition, app,
-                        self._seq)
+                        page_label, self._seq)
             self._tools[tool.key] = tool
             self._by_page[(session_id, definition.name)] = tool
+            self._name_counts[definition.name] += 1
             registered.append(tool)
         if registered:
             self._index.add(t.indexed() for t in registered)
@@ -267,6 +282,9 @@ class Room:
         for tool in doomed:
             del self._tools[tool.key]
             del self._by_page[(session_id, tool.page_name)]
+            self._name_counts[tool.page_name] -= 1
+            if not self._name_counts[tool.page_name]:
+                del self._name_counts[tool.page_name]
             self._activated.discard(tool.key)
         if doomed:
             self._index.remove(t.key for t in doomed)
@@ -283,6 +301,13 @@ class Room:
         self._activated.update(fresh)
         self._changed()
         return True
+
+    def resolve(self, key: str) -> Tool | None:
+        """The tool by MCP name; a deferred one is activated, so calling it needs no search first."""
+        tool = self._tools.get(key)
+        if tool is not None:
+            self.activate([key])
+        return tool
 
     def search(self, query: str, limit: int) -> list[Tool]:
         return [self._tools[hit.key] for hit in self._index.search(query, limit) if hit.key in self._tools]

@@ -1,4 +1,8 @@
-"""Settings: every one is a command-line flag and an `AGUI_BRIDGE_*` environment variable."""
+"""Settings: every one is a command-line flag and an `AGUI_BRIDGE_*` environment variable.
+
+`Settings` is what a user sets (the CLI's flags, the `Bridge` constructor); the hub takes only
+the part it needs, `HubConfig`, so the core never sees hosts, ports or log levels.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bridge.hub import HubConfig
+
 ENV_PREFIX = "AGUI_BRIDGE_"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass(frozen=True)
@@ -27,23 +34,31 @@ class Settings:
     max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted"})
     allowed_origins: str = field(
         default="http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
-        metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything)"})
+        metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything; "
+                          "'null' admits file:// pages)"})
     token: str = field(default="", metadata={"help": "when set, pages must send it in agui.hello"})
-    room: str = field(default="default", metadata={"help": "room served to the stdio agent"})
+    room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
 
     @property
     def loopback_only(self) -> bool:
-        return self.host in ("127.0.0.1", "localhost", "::1")
+        return self.host in LOOPBACK_HOSTS
 
     @property
-    def meta_tool_names(self) -> frozenset[str]:
-        return frozenset({self.search_tool_name, self.describe_tool_name, self.call_tool_name})
+    def public_url(self) -> str:
+        """Where a person opens the demo page when the bridge runs on its own."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/"
+
+    def hub_config(self) -> HubConfig:
+        return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One `--flag` per setting; its default comes from the environment, else from Settings."""
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    """One `--flag` per setting of `command`; its default comes from the environment, else from Settings."""
     for f in fields(Settings):
+        if command not in f.metadata.get("commands", (command,)):
+            continue
         env = ENV_PREFIX + f.name.upper()
         default = os.environ.get(env, f.default)
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=type(f.default), default=default,
@@ -51,6 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def from_arguments(namespace: argparse.Namespace, **overrides: Any) -> Settings:
-    values = {f.name: getattr(namespace, f.name) for f in fields(Settings)} | overrides
+    values = {f.name: getattr(namespace, f.name, f.default) for f in fields(Settings)} | overrides
     # Environment values arrive as strings; argparse only converts the ones given as flags.
     return Settings(**{f.name: type(f.default)(values[f.name]) for f in fields(Settings)})

@@ -1,8 +1,9 @@
 """The hub joins pages and agents: page sessions, the catalog, and calls in flight.
 
-Both edges talk to it: the page endpoints hand it parsed page messages, the MCP
-adapter asks it for listings and calls. It runs on one asyncio loop and does
-no I/O of its own; what a page must be told is pushed on its session.
+Both edges talk to it through its methods: the page endpoints hand it parsed page
+messages, the MCP adapter asks it how to route a tool call and to make one. It runs
+on one asyncio loop and does no I/O of its own; what a page must be told is pushed
+on its session.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
+from dataclasses import dataclass
 from typing import Any
 
-from bridge import messages, meta_tools
+from bridge import messages
 from bridge.calls import CallTable, Outcome, ProgressSink
 from bridge.catalog import ROOM_NAME, Catalog, ListingPolicy, Room, Tool, check_definition, estimate_tokens
-from bridge.config import Settings
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
+from bridge.meta_tools import MetaToolNames, MetaTools, Route
 from bridge.sessions import PageSession
 
 log = logging.getLogger("bridge")
@@ -26,16 +29,33 @@ REGISTER_SLICE = 50
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
 
 
+@dataclass(frozen=True)
+class HubConfig:
+    """What the core needs to know; `bridge.config.Settings.hub_config()` makes one."""
+
+    call_timeout: float = 600.0
+    page_grace: float = 1.0
+    inline_max: int = 40
+    inline_token_budget: int = 5000
+    description_max_chars: int = 200
+    search_tool_name: str = "tool_search"
+    describe_tool_name: str = "tool_describe"
+    call_tool_name: str = "call_tool"
+    token: str = ""  # pages must present it in agui.hello when set
+
+
 class Hub:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: HubConfig | None = None) -> None:
+        self.config = config = config or HubConfig()
+        self.meta = MetaTools(MetaToolNames(config.search_tool_name, config.describe_tool_name,
+                                            config.call_tool_name))
         self.catalog = Catalog(ListingPolicy(
-            inline_max=settings.inline_max,
-            inline_token_budget=settings.inline_token_budget,
-            description_max_chars=settings.description_max_chars,
-            reserved_names=settings.meta_tool_names,
-            meta_tools=len(settings.meta_tool_names),
-            meta_tool_tokens=sum(map(estimate_tokens, meta_tools.definitions(settings))),
+            inline_max=config.inline_max,
+            inline_token_budget=config.inline_token_budget,
+            description_max_chars=config.description_max_chars,
+            reserved_names=frozenset(self.meta.names),
+            meta_tools=len(self.meta.definitions),
+            meta_tool_tokens=sum(map(estimate_tokens, self.meta.definitions)),
         ))
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
@@ -43,11 +63,40 @@ class Hub:
     def room(self, name: str) -> Room:
         return self.catalog.room(name)
 
+    def session(self, session_id: str) -> PageSession | None:
+        return self.sessions.get(session_id)
+
+    def pages_in(self, room: str) -> list[PageSession]:
+        return [s for s in self.sessions.values() if s.room == room]
+
+    def waiting_call_ids(self, session: PageSession) -> set[str]:
+        """The calls this page has been asked and not yet answered."""
+        return {c.call_id for c in self.calls.in_flight(session.id)}
+
+    def state(self) -> dict[str, Any]:
+        """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
+
+        Pages appear by `page_id`, the first 6 characters of their session id: the whole id lets
+        whoever holds it resume the session, so it is never published.
+        """
+        now = time.monotonic()
+        rooms = []
+        for room in self.catalog.rooms():
+            listing = room.listing()
+            pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
+                      "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
+                                for t in room.tools_of(s.id)]}
+                     for s in self.pages_in(room.name)]
+            rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
+                          "deferred": listing.deferred, "pages": pages})
+        return {"rooms": rooms, "calls": [c.summary(now) for c in self.calls.in_flight()],
+                "recent": list(self.calls.recent)}
+
     # --- pages -----------------------------------------------------------------------------
 
     def hello(self, msg: Hello) -> tuple[PageSession, bool]:
         """Open or resume a page's session; the caller then owns connection number `session.connection`."""
-        if self.settings.token and not secrets.compare_digest(msg.token or "", self.settings.token):
+        if self.config.token and not secrets.compare_digest(msg.token or "", self.config.token):
             raise ProtocolError("unauthorized", "This bridge needs a token in agui.hello.", reply_to=msg.id)
         if not ROOM_NAME.fullmatch(msg.room):
             raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
@@ -72,7 +121,7 @@ class Hub:
         if deliberate:
             self.drop(session)
         else:
-            session.expiry = asyncio.get_running_loop().call_later(self.settings.page_grace, self.drop, session)
+            session.expiry = asyncio.get_running_loop().call_later(self.config.page_grace, self.drop, session)
 
     def drop(self, session: PageSession) -> None:
         """The page is gone: its tools leave the catalog and its calls fail now."""
@@ -118,7 +167,8 @@ class Hub:
             if session.closed:  # the page went away meanwhile: what it registered went with it
                 room.unregister(session.id)
                 return []
-            tools += room.register(session.id, session.app, definitions[start:start + REGISTER_SLICE])
+            tools += room.register(session.id, session.page.title, definitions[start:start + REGISTER_SLICE],
+                                   session.label)
             await asyncio.sleep(0)
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
                 *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
@@ -126,6 +176,14 @@ class Hub:
                   for name, problem in errors)]
 
     # --- agents ----------------------------------------------------------------------------
+
+    def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: str) -> Route:
+        """What an agent's `tools/call` of `name` in `room` becomes (see `MetaTools.route`)."""
+        no_page = None
+        if not self.pages_in(room):
+            no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
+                       f"this bridge (the demo is at {pages_url}) and try again.")
+        return self.meta.route(self.room(room), name, arguments, no_page)
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_progress: ProgressSink | None = None) -> Outcome:
@@ -136,15 +194,15 @@ class Hub:
         session = self.sessions.get(tool.session_id)
         if session is None:
             return Outcome.failure("page_gone", PAGE_GONE)
-        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, tool_name=tool.page_name,
-                               params=arguments, mcp_request_id=mcp_request_id, on_progress=on_progress)
+        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
+                               on_progress=on_progress)
         session.push(messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id))
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
-            async with asyncio.timeout(self.settings.call_timeout):
+            async with asyncio.timeout(self.config.call_timeout):
                 outcome = await asyncio.shield(call.future)
         except TimeoutError:
-            outcome = Outcome.failure("timeout", f"The page did not answer within {self.settings.call_timeout:g} s.")
+            outcome = Outcome.failure("timeout", f"The page did not answer within {self.config.call_timeout:g} s.")
             session.push(messages.tool_cancel(call.call_id, "timeout"))
         except asyncio.CancelledError:
             if not call.future.done():

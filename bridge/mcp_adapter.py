@@ -4,11 +4,12 @@ Both protocol eras are served. Handshake-era clients (2024-11-05 .. 2025-11-25)
 get `notifications/tools/list_changed` on their session; 2026-07-28 clients get
 `ToolsListChanged` on the `subscriptions/listen` streams they open.
 
-The life of one call: `_call_tool` finds the tool (activating it if it was
-deferred), `_invoke` hands it to `Hub.call` — which pushes `agui.tool.invoke`
-to the page and waits for its `agui.tool.return`, the timeout, the page going
-away or the agent cancelling — while relaying progress, and turns the outcome
-into a CallToolResult.
+The life of one call: `_call_tool` asks `Hub.route` what the name means — a
+meta-tool's answer, an unknown tool, or a page tool to invoke (a deferred one is
+activated) — and `_invoke` hands the latter to `Hub.call`, which pushes
+`agui.tool.invoke` to the page and waits for its `agui.tool.return`, the timeout,
+the page going away or the agent cancelling, while `_invoke` relays progress and
+turns the outcome into a CallToolResult.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ from pydantic import ValidationError
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from bridge import meta_tools
 from bridge.calls import MonotonicProgress
 from bridge.catalog import ROOM_NAME, Room, Tool
+from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import validation_summary
+from bridge.meta_tools import Invoke, UnknownTool
 from bridge.results import error_result, to_call_tool_result
 
 log = logging.getLogger("bridge.mcp")
@@ -61,9 +63,8 @@ class _ToolsChangingServer(Server[Any]):
 class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
-    def __init__(self, hub: Hub, room: Room) -> None:
-        self.hub, self.room, self.settings = hub, room, hub.settings
-        self._meta_definitions = meta_tools.definitions(self.settings)
+    def __init__(self, hub: Hub, room: Room, settings: Settings) -> None:
+        self.hub, self.room, self.settings = hub, room, settings
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
         # closed session silently, so a stale entry costs only memory, which the bound caps.
@@ -74,22 +75,21 @@ class RoomServer:
         self.server = _ToolsChangingServer(
             "agui-mcp-bridge",
             version="0.1.0",
-            instructions=(f"Tools provided by the web pages in room '{room.name}'. When a tool you need is not "
-                          f"listed, search with {self.settings.search_tool_name}."),
+            instructions=self._instructions(),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_legacy_session)
-        room.subscribe(self._room_changed)
+        self.unsubscribe = room.subscribe(self._room_changed)
 
     # --- listing and change notifications --------------------------------------------------
 
     def _listed_tools(self) -> list[types.Tool]:
         listing = self.room.listing()
         if self._cached is None or self._cached[0] != listing.fingerprint:
-            shown = listing.tools + (self._meta_definitions if listing.search_mode else [])
+            shown = listing.tools + (self.hub.meta.definitions if listing.search_mode else [])
             self._cached = (listing.fingerprint, [types.Tool.model_validate(t) for t in shown])
         return self._cached[1]
 
@@ -110,10 +110,22 @@ class RoomServer:
                 self._legacy_sessions.popitem(last=False)
         return await call_next(ctx)
 
+    def _instructions(self) -> str:
+        """Read by clients at initialize (and by those that read it again): what this room offers now."""
+        listing, names = self.room.listing(), self.hub.meta.names
+        text = f"Tools provided by the web pages connected to room '{self.room.name}'."
+        if listing.search_mode:
+            text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, search "
+                     f"with {names.search} using short English keywords before giving up. Tools it finds are "
+                     f"callable at once by their name, or through {names.call}.")
+        return text
+
     def _room_changed(self, room: Room) -> None:
+        self.server.instructions = self._instructions()
         # Coalesced: a page registering 300 tools, or 20 searches activating one, notify once.
         if self._notify_task is None or self._notify_task.done():
             self._notify_task = asyncio.get_running_loop().create_task(self._notify_if_changed())
+            self._notify_task.add_done_callback(_log_failure)
 
     async def _notify_if_changed(self) -> None:
         await asyncio.sleep(0)
@@ -129,35 +141,17 @@ class RoomServer:
     # --- calls -----------------------------------------------------------------------------
 
     async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams):
-        arguments = params.arguments or {}
-        s = self.settings
-        if params.name == s.search_tool_name:
-            query, limit = arguments.get("query"), arguments.get("limit", 5)
-            if not isinstance(query, str) or not isinstance(limit, int):
-                return self._result(ctx, error_result("tool_search needs a string 'query' and an integer 'limit'."))
-            return self._result(ctx, meta_tools.search(self.room, query, limit))
-        if params.name == s.describe_tool_name:
-            described = meta_tools.describe(self.room, str(arguments.get("name")))
-            return self._result(ctx, described or error_result(f"No tool named {arguments.get('name')!r}."))
-        if params.name == s.call_tool_name:
-            target, target_arguments = arguments.get("name"), arguments.get("arguments", {})
-            if not isinstance(target, str) or not isinstance(target_arguments, dict):
-                return self._result(ctx, error_result("call_tool needs a string 'name' and an object 'arguments'."))
-            tool = self._resolve(target)
-            if tool is None:
-                return self._result(ctx, error_result(f"No tool named {target!r}; search with {s.search_tool_name}."))
-            return await self._invoke(ctx, tool, target_arguments)
-        tool = self._resolve(params.name)
-        if tool is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        return await self._invoke(ctx, tool, arguments)
+        route = self.hub.route(self.room.name, params.name, params.arguments or {}, pages_url=self._pages_url(ctx))
+        if isinstance(route, UnknownTool):
+            raise MCPError(types.INVALID_PARAMS, route.message)
+        if isinstance(route, Invoke):
+            return await self._invoke(ctx, route.tool, route.arguments)
+        return self._result(ctx, route)
 
-    def _resolve(self, name: str) -> Tool | None:
-        """The room's tool by MCP name; a deferred one is activated, so calling it needs no search first."""
-        tool = self.room.get(name)
-        if tool is not None:
-            self.room.activate([name])
-        return tool
+    def _pages_url(self, ctx: ServerRequestContext) -> str:
+        """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""
+        base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
+        return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
     async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
         send_progress, receive_progress = anyio.create_memory_object_stream[
@@ -209,8 +203,8 @@ class McpRooms:
     Each room's session manager runs in the host app's lifespan task group, started on first use.
     """
 
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
+    def __init__(self, hub: Hub, settings: Settings) -> None:
+        self.hub, self.settings = hub, settings
         self._servers: dict[str, RoomServer] = {}
         self._managers: dict[str, StreamableHTTPSessionManager] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -219,11 +213,11 @@ class McpRooms:
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        ) if hub.settings.loopback_only else None
+        ) if settings.loopback_only else None
 
     def server(self, room: str) -> RoomServer:
         if room not in self._servers:
-            self._servers[room] = RoomServer(self.hub, self.hub.room(room))
+            self._servers[room] = RoomServer(self.hub, self.hub.room(room), self.settings)
         return self._servers[room]
 
     @asynccontextmanager
@@ -240,7 +234,8 @@ class McpRooms:
         async with self._lock:
             manager = self._managers.get(room)
             if manager is None:
-                assert self._task_group is not None, "McpRooms.running() must be entered in the app lifespan"
+                if self._task_group is None:
+                    raise LifespanNotEntered()
                 manager = StreamableHTTPSessionManager(self.server(room).server, security_settings=self.security)
                 await self._task_group.start(_run_manager, manager)
                 self._managers[room] = manager
@@ -251,8 +246,24 @@ class McpRooms:
         if not ROOM_NAME.fullmatch(room):
             await PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)(scope, receive, send)
             return
-        manager = await self._manager(room)
+        try:
+            manager = await self._manager(room)
+        except LifespanNotEntered as exc:
+            log.error("%s", exc)
+            await PlainTextResponse(str(exc), 503)(scope, receive, send)
+            return
         await manager.handle_request(scope, receive, send)
+
+
+class LifespanNotEntered(RuntimeError):
+    def __init__(self) -> None:
+        super().__init__("The bridge's lifespan is not running: a host app that mounts the bridge must enter it, "
+                         "e.g. Starlette(..., lifespan=bridge.lifespan) or FastAPI(lifespan=bridge.lifespan).")
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("notifying agents of a tool-list change failed", exc_info=task.exception())
 
 
 async def _run_manager(manager: StreamableHTTPSessionManager, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:

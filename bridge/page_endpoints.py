@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import Hello, ProtocolError, parse_page_message, welcome
 from bridge.sessions import PageSession
@@ -33,21 +34,34 @@ def origin_pattern(patterns: str) -> re.Pattern[str]:
 
 
 class PageEndpoints:
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, settings: Settings) -> None:
         self.hub = hub
-        self.settings = hub.settings
+        self.settings = settings
         self.allowed_origin = origin_pattern(self.settings.allowed_origins)
         self._sockets: dict[str, WebSocket] = {}
+        self._refused_origins: set[str] = set()
 
     def origin_allowed(self, origin: str | None) -> bool:
         # Browsers always send Origin; other clients (agents' tooling, tests) may not.
-        return origin is None or self.allowed_origin.fullmatch(origin) is not None
+        if origin is None or self.allowed_origin.fullmatch(origin) is not None:
+            return True
+        if origin not in self._refused_origins and len(self._refused_origins) < 100:
+            self._refused_origins.add(origin)
+            log.warning("refused a page from origin %s; to admit it, start the bridge with --allowed-origins %s",
+                        origin, self._admitting(origin))
+        return False
+
+    def _admitting(self, origin: str) -> str:
+        """The --allowed-origins value that would admit `origin` too (file:// pages send "null")."""
+        return ",".join(p for p in (self.settings.allowed_origins, origin) if p)
 
     async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()
         if not self.origin_allowed(ws.headers.get("origin")):
-            await self._send(ws, ProtocolError("forbidden_origin", f"Origin {ws.headers.get('origin')} may not "
-                                               "connect; start the bridge with --allowed-origins.").to_message())
+            origin = ws.headers.get("origin", "")
+            await self._send(ws, ProtocolError("forbidden_origin", f"Origin {origin} may not connect; start the "
+                                               f"bridge with --allowed-origins '{self._admitting(origin)}'.")
+                             .to_message())
             await ws.close(CLOSE_POLICY)
             return
         session: PageSession | None = None
@@ -73,8 +87,8 @@ class PageEndpoints:
                         session, resumed = self.hub.hello(msg)
                         connection = session.connection
                         await self._take_over(session.id, ws)
-                        await self._send(ws, welcome(session.id, session.room,
-                                                     f"/agui/events?session={session.id}", resumed, msg.id))
+                        events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
+                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, msg.id))
                     elif session is None:
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
                                             reply_to=getattr(msg, "id", None))
@@ -109,7 +123,7 @@ class PageEndpoints:
             log.debug("page socket closed before a reply could be sent")
 
     async def events(self, request: Request):
-        session = self.hub.sessions.get(request.query_params.get("session", ""))
+        session = self.hub.session(request.query_params.get("session", ""))
         if session is None:
             return JSONResponse({"type": "agui.error", "code": "unknown_session",
                                  "message": "No such page session; say agui.hello on the WebSocket first."}, 404)
@@ -118,11 +132,8 @@ class PageEndpoints:
         last = request.headers.get("last-event-id") or request.query_params.get("last_event_id", "")
         last_event_id = int(last) if last.isdigit() else None
 
-        def pending() -> set[str]:
-            return {c.call_id for c in self.hub.calls.in_flight(session.id)}
-
         async def stream():
-            async for event in session.stream(last_event_id, pending):
+            async for event in session.stream(last_event_id, lambda: self.hub.waiting_call_ids(session)):
                 yield ServerSentEvent(data=json.dumps(event.data), event=event.name, id=str(event.id))
 
         return EventSourceResponse(stream(), ping=self.settings.sse_ping, headers={"Cache-Control": "no-store"})

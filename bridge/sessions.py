@@ -39,8 +39,10 @@ class PageSession:
         self.closed = False
 
     @property
-    def app(self) -> str | None:
-        return self.page.title
+    def label(self) -> str:
+        """How agents are told which page this is: its title and URL, and its short id."""
+        named = " ".join(filter(None, (repr(self.page.title) if self.page.title else None, self.page.url)))
+        return f"page {named} (id {self.id[:6]})" if named else f"page {self.id[:6]}"
 
     def push(self, data: dict[str, Any]) -> PageEvent:
         event = PageEvent(self._next_id, data["type"], data)

@@ -10,27 +10,23 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
-import uvicorn
 import websockets
 
-from bridge.app import create_app
+from bridge.app import Bridge
 from bridge.config import Settings
+from bridge.server import RunningServer, bind
 
 TIMEOUT = 10
 
 
 class RunningBridge:
-    def __init__(self, server: uvicorn.Server, settings: Settings) -> None:
+    def __init__(self, server: RunningServer) -> None:
         self.server = server
-        self.settings = settings
-        port = server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.ws_url = f"ws://127.0.0.1:{port}/agui/ws"
-        self.app = server.config.app
-
-    @property
-    def hub(self):
-        return self.app.state.hub
+        self.bridge = server.bridge
+        self.settings = server.bridge.settings
+        self.hub = server.bridge.hub
+        self.url = f"http://127.0.0.1:{server.port}"
+        self.ws_url = f"ws://127.0.0.1:{server.port}/agui/ws"
 
     def mcp_url(self, room: str = "default") -> str:
         return f"{self.url}/mcp" if room == "default" else f"{self.url}/rooms/{room}/mcp"
@@ -45,21 +41,14 @@ def free_port() -> int:
 @asynccontextmanager
 async def running_bridge(port: int = 0, **overrides: Any):
     """A bridge on 127.0.0.1: on a free port, or on `port` to stop one bridge and start another in its place."""
-    settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5), **overrides)
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError(f"the bridge could not start on port {port}")
-        await asyncio.sleep(0.01)
+    settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5, log_level="warning"),
+                       **overrides)
+    server = RunningServer(Bridge(settings), bind(settings))
+    await server.start()
     try:
-        yield RunningBridge(server, settings)
+        yield RunningBridge(server)
     finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(server.stop(), 10)
 
 
 def tool(name: str, description: str = "", properties: dict | None = None, required: list[str] | None = None,

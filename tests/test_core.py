@@ -170,7 +170,7 @@ def test_error_outcome_conversion():
 
 async def test_call_table_settles_once_and_keeps_history():
     table = CallTable(history=2)
-    call = table.open(room="r", session_id="S", tool_key="t", tool_name="t", params={})
+    call = table.open(room="r", session_id="S", tool_key="t", arguments={})
     assert table.settle(call.call_id, Outcome(result=1), session_id="OTHER") is False
     assert table.settle(call.call_id, Outcome(result=1)) is True
     assert table.settle(call.call_id, Outcome(result=2)) is False
@@ -183,7 +183,7 @@ async def test_call_table_settles_once_and_keeps_history():
 
 async def test_call_ids_are_unique():
     table = CallTable()
-    ids = {table.open(room="r", session_id="S", tool_key="t", tool_name="t", params={}).call_id for _ in range(500)}
+    ids = {table.open(room="r", session_id="S", tool_key="t", arguments={}).call_id for _ in range(500)}
     assert len(ids) == 500
 
 
@@ -230,7 +230,7 @@ async def test_session_stream_after_last_event_id_and_superseded():
 
 
 def hub(**overrides) -> Hub:
-    return Hub(replace(Settings(), **overrides))
+    return Hub(replace(Settings(), **overrides).hub_config())
 
 
 async def test_hub_call_round_trip_and_page_gone():
@@ -299,7 +299,7 @@ def test_settings_from_flags_and_environment(monkeypatch):
     monkeypatch.setenv("AGUI_BRIDGE_CALL_TIMEOUT", "12.5")
     monkeypatch.setenv("AGUI_BRIDGE_INLINE_MAX", "7")
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_arguments(parser, "serve")
     settings = from_arguments(parser.parse_args(["--port", "9000", "--inline-max", "9"]))
     assert settings.port == 9000 and settings.call_timeout == 12.5
     assert settings.inline_max == 9  # a flag beats the environment

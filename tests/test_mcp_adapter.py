@@ -24,9 +24,9 @@ class SlowSession:
 
 
 async def test_a_change_made_while_notifying_is_notified_too():
-    hub = Hub(Settings())
+    hub = Hub()
     room = hub.room("default")
-    server = RoomServer(hub, room)
+    server = RoomServer(hub, room, Settings())
     session = SlowSession()
     server._legacy_sessions["s"] = session
 
@@ -41,9 +41,9 @@ async def test_a_change_made_while_notifying_is_notified_too():
 
 
 async def test_changes_in_one_tick_notify_once_and_no_change_notifies_nothing():
-    hub = Hub(Settings())
+    hub = Hub()
     room = hub.room("default")
-    server = RoomServer(hub, room)
+    server = RoomServer(hub, room, Settings())
     session = SlowSession()
     session.release.set()
     server._legacy_sessions["s"] = session

@@ -1,0 +1,108 @@
+"""Running a `Bridge` with uvicorn: `serve()` (pages and MCP over HTTP) and `serve_stdio()`
+(MCP on stdin/stdout, pages over HTTP in the same process).
+
+The port is bound before anything else starts, so a port in use is one clear `PortInUse`
+error rather than a started banner followed by uvicorn's traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+from collections.abc import Callable
+
+import uvicorn
+
+from bridge.app import Bridge
+from bridge.config import Settings
+
+# Everything uvicorn says goes to stderr: in stdio mode stdout belongs to MCP alone.
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}},
+    "loggers": {"uvicorn": {"handlers": ["stderr"], "propagate": False},
+                "uvicorn.access": {"handlers": ["stderr"], "propagate": False},
+                "bridge": {"handlers": ["stderr"], "propagate": False}},
+}
+WS_FRAME_MAX = 16 << 20  # the WebSocket layer's own cap; the bridge's --max-message-bytes refuses earlier
+
+
+class PortInUse(OSError):
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(errno.EADDRINUSE, f"port {port} on {host} is already in use (is another bridge running?); "
+                                           "choose another with --port")
+
+
+def bind(settings: Settings) -> socket.socket:
+    """The listening socket, bound now; `PortInUse` when another process has the port."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    try:
+        return socket.create_server((settings.host, settings.port), family=family)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(settings.host, settings.port) from None
+        raise
+
+
+class RunningServer:
+    """A bridge being served on a bound socket; `port` is the real one (port 0 picks a free one)."""
+
+    def __init__(self, bridge: Bridge, sock: socket.socket) -> None:
+        self.bridge = bridge
+        self.port: int = sock.getsockname()[1]
+        s = bridge.settings
+        config = uvicorn.Config(bridge, log_config=LOG_CONFIG, log_level=s.log_level, access_log=False,
+                                ws_max_size=WS_FRAME_MAX, ws_per_message_deflate=False,
+                                timeout_graceful_shutdown=2)
+        self.uvicorn = uvicorn.Server(config)
+        self._sock = sock
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.bridge.settings.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self.uvicorn.serve(sockets=[self._sock]))
+        while not self.uvicorn.started:
+            if self._task.done():
+                await self._task
+                raise RuntimeError("the bridge stopped while starting")
+            await asyncio.sleep(0.01)
+
+    async def wait(self) -> None:
+        assert self._task is not None
+        await self._task
+
+    async def stop(self) -> None:
+        self.uvicorn.should_exit = True
+        if self._task is not None:
+            await self._task
+
+
+async def serve(settings: Settings, *, bridge: Bridge | None = None,
+                ready: Callable[[RunningServer], None] | None = None) -> None:
+    """Serve pages and MCP over HTTP until interrupted. `ready` is called once listening."""
+    server = RunningServer(bridge or Bridge(settings), bind(settings))
+    await server.start()
+    if ready is not None:
+        ready(server)
+    await server.wait()
+
+
+async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None) -> None:
+    """Serve MCP for `settings.room` on stdin/stdout; pages connect over HTTP meanwhile."""
+    from mcp.server.stdio import stdio_server
+
+    server = RunningServer(bridge or Bridge(settings), bind(settings))
+    await server.start()  # the MCP rooms run inside the app's lifespan, which has now started
+    room = server.bridge.mcp.server(settings.room).server
+    try:
+        async with stdio_server() as (read, write):
+            await room.run(read, write, room.create_initialization_options())
+    finally:
+        await server.stop()
