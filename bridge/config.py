@@ -68,4 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 def from_arguments(namespace: argparse.Namespace, **overrides: Any) -> Settings:
     values = {f.name: getattr(namespace, f.name, f.default) for f in fields(Settings)} | overrides
     # Environment values arrive as strings; argparse only converts the ones given as flags.
-    return Settings(**{f.name: type(f.default)(values[f.name]) for f in fields(Settings)})
+    return Settings(**{f.name: _kind(f.default)(values[f.name]) for f in fields(Settings)})
+
+
+def _kind(default: Any) -> type:
+    return type(default)

@@ -100,9 +100,11 @@ class Hub:
             raise ProtocolError("unauthorized", "This bridge needs a token in agui.hello.", reply_to=msg.id)
         if not ROOM_NAME.fullmatch(msg.room):
             raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
-        session = self.sessions.get(msg.session_id or "")
-        resumed = session is not None and session.room == msg.room
-        if not resumed:
+        known = self.sessions.get(msg.session_id or "")
+        resumed = known is not None and known.room == msg.room
+        if known is not None and resumed:
+            session = known
+        else:
             session = PageSession(msg.room, msg.page)
             self.sessions[session.id] = session
             log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
