@@ -30,7 +30,8 @@ from rank_bm25 import BM25Okapi
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from bridge.search import IndexedTool, ToolIndex, split_words, terms, tokenize  # noqa: E402
+from bridge.search import IndexedTool, ToolIndex  # noqa: E402
+from bridge.tokenizer import split_words, terms, tokenize  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
 TOP = 10

@@ -1,28 +1,30 @@
-"""Tool search for one room: rank_bm25's BM25Okapi over what pages say about their tools.
+"""Tool search for one room: Okapi BM25 over what pages say about their tools.
 
 Updated in place, never rebuilt: add() and remove() adjust postings, document lengths and
-document frequencies, idf is read from those counts, and a query asks get_batch_scores only
-for the tools holding each of its terms, cached until the next change. The best word
-matches are then reordered by the letter trigrams of their stems (see RERANK_DEPTH), which
-costs nothing at add time. Measured at 10,000 tools (bench/search_latency.py): one add or
-remove ~0.03 ms, a page's 1,000 tools ~35-40 ms plus ~2 ms for the first search, a query
-~0.5-0.8 ms (p50; ~3 ms right after a change); a rebuild, debounced or not, ~220 ms.
+document frequencies (LiveBM25, this module's own incremental BM25 with rank_bm25's
+BM25Okapi formula, which tests/test_search.py checks it against), idf is read from those
+counts, and a query scores only the tools holding each of its terms. What it computed is
+kept across changes, brought up to date with the tools that changed. The best word matches
+are then reordered by the letter trigrams of their stems (see RERANK_DEPTH), which costs
+nothing at add time. Words and terms come from bridge.tokenizer. Measured at 10,000 tools
+(bench/search_latency.py): one add or remove ~0.03 ms, a page's 1,000 tools ~30-40 ms plus
+~2-3 ms for the first search, a query ~0.3-0.6 ms (p50; ~0.6 ms right after a change).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import chain
 from typing import Any
 
 import numpy as np
-from rank_bm25 import BM25Okapi
+
+from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, piece_terms,
+                              stem, terms, tokenize, word_terms, words)
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
 
@@ -43,117 +45,6 @@ class IndexedTool:
 class SearchHit:
     key: str
     score: float
-
-
-# --- words and terms ---------------------------------------------------------------------
-
-# A word: an optionally capitalised run of lower-case letters and digits, or a capital run
-# that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
-# else separates words: "_ - . :" and spaces alike. Digits stay with the letters before them
-# so "s3", "v2", "base64" survive. Letters outside ASCII count (upper-case: Latin-1 only).
-_UPPER = "A-ZÀ-ÖØ-Þ"
-_WORD = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}])")
-_LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
-_MIN_STEM = 3
-_VOWEL = re.compile(r"[aeiouy]")
-# Besides its stem, each word of four letters or more is indexed by its first four letters,
-# marked "*": "financial" and "finance" meet at "fina*", which no suffix rule joins.
-_TRUNCATE = 4
-
-
-def split_words(text: str) -> list[str]:
-    """Lower-case words of `text`, split on anything but letters/digits and on camelCase."""
-    return [word.lower() for word in _WORD.findall(text)]
-
-
-@lru_cache(maxsize=1 << 16)
-def stem(word: str) -> str:
-    """Fold plural and verb endings so "files", "filed", "filing" and "file" meet.
-
-    Rules, each kept only if at least three letters remain: -ies/-ied -> -y; a final -s
-    (not -ss, -us, -is); then -ing/-ed if a vowel remains ("string" stays), undoubling
-    "runn" -> "run" except l, s, z; then a final -e (not -ee), which makes "creates",
-    "created", "creating" and "create" all "creat".
-    """
-    if len(word) <= _MIN_STEM or not word.isalpha():
-        return word
-    if word.endswith(("ies", "ied")) and len(word) > _MIN_STEM + 2:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith(("ing", "ed")) and not word.endswith("eed"):
-        base = word[:-3] if word.endswith("ing") else word[:-2]
-        if len(base) >= _MIN_STEM and _VOWEL.search(base):
-            if len(base) > _MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiouylsz":
-                base = base[:-1]
-            word = base
-    if word.endswith("e") and not word.endswith("ee") and len(word) > _MIN_STEM:
-        word = word[:-1]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """The words of `text` as the index sees them: split, lower-case, stemmed, one-letter
-    words dropped."""
-    return [stem(word) for word in split_words(text) if len(word) > 1]
-
-
-@lru_cache(maxsize=1 << 16)
-def _word_terms(word: str) -> tuple[str, ...]:
-    if len(word) < _TRUNCATE:
-        return (stem(word),)
-    return (stem(word), word[:_TRUNCATE] + "*")
-
-
-def _compact(text: str) -> str:
-    """"user_confirm", "userConfirm" and "User Confirm" all become "userconfirm"."""
-    return "".join(_LETTERS_AND_DIGITS.findall(text)).lower()
-
-
-@lru_cache(maxsize=1 << 16)
-def _letter_trigrams(term: str) -> tuple[str, ...]:
-    """The letter trigrams of a stem padded with a space each side: "creat" -> " cr", "cre",
-    "rea", "eat", "at "; none for a truncation ("crea*"), which its stem already covers."""
-    if term.endswith("*"):
-        return ()
-    padded = f" {term} "
-    return tuple(padded[start:start + 3] for start in range(len(term)))
-
-
-# Text is cut at white space first, which str.split does ~7 times faster than _WORD finds
-# words (no word spans white space, so the words are the same), and what the index makes
-# of each piece as written ("Exports", "spreadsheet.", "getWeather") is looked up: the same
-# few thousand pieces make up most catalogs and most queries.
-_PIECES_REMEMBERED = 1 << 16
-
-
-class _PerPiece(dict[str, tuple[str, ...]]):
-    """piece of text -> `derive(its words, split, lower-cased, one-letter words left out)`,
-    computed on first lookup (`memo[piece]`); all forgotten once _PIECES_REMEMBERED are held."""
-
-    def __init__(self, derive: Callable[[list[str]], tuple[str, ...]]) -> None:
-        super().__init__()
-        self._derive = derive
-
-    def __missing__(self, piece: str) -> tuple[str, ...]:
-        if len(self) >= _PIECES_REMEMBERED:
-            self.clear()
-        found = self[piece] = self._derive([word for word in split_words(piece) if len(word) > 1])
-        return found
-
-
-_WORDS_IN = _PerPiece(tuple)
-_TERMS_IN = _PerPiece(lambda words: tuple(chain.from_iterable(map(_word_terms, words))))
-
-
-def _words(text: str) -> list[str]:
-    """The words of `text`, lower-cased, one-letter words dropped: split_words, memoised."""
-    return list(chain.from_iterable(map(_WORDS_IN.__getitem__, text.split())))
-
-
-def terms(text: str) -> list[str]:
-    """The BM25 terms of `text`: each word's stem, then its truncation if it has one."""
-    return list(chain.from_iterable(map(_TERMS_IN.__getitem__, text.split())))
 
 
 # --- documents -----------------------------------------------------------------------------
@@ -203,8 +94,8 @@ def _body(tool: IndexedTool) -> str:
 def _word_counts(heading_words: list[str], body: str) -> Counter[str]:
     """A tool's word terms, counted: the bag BM25 scores it by. `heading_words`: the words
     of its name and title."""
-    counts = Counter(chain.from_iterable(map(_TERMS_IN.__getitem__, body.split())))
-    name_terms = list(map(_word_terms, heading_words))
+    counts = Counter(chain.from_iterable(map(piece_terms, body.split())))
+    name_terms = list(map(word_terms, heading_words))
     weights = [1 if counts.keys().isdisjoint(found) else NAME_WEIGHT for found in name_terms]
     for found, weight in zip(name_terms, weights):
         for term in found:
@@ -220,8 +111,8 @@ K1 = 5.0
 B = 0.3
 
 
-class _SquaredIdf(Mapping[str, float]):
-    """idf(t)² with idf(t) = ln((N + 0.5) / (df(t) + 0.5)), read live from the postings.
+def squared_idf(corpus_size: int, df: int) -> float:
+    """idf(t)² with idf(t) = ln((N + 0.5) / (df(t) + 0.5)).
 
     Positive for a term some tools lack, exactly zero for a term every tool has (so such a
     term cannot rank anything: search() falls back to names), never negative -- BM25Okapi's
@@ -229,41 +120,53 @@ class _SquaredIdf(Mapping[str, float]):
     room. Squared because a long request is mostly common words and the rare ones should
     decide (measured: +1.8 points R@5 on MetaTool).
     """
-
-    def __init__(self, bm25: _LiveBM25) -> None:
-        self._bm25 = bm25
-
-    def __getitem__(self, term: str) -> float:
-        df = len(self._bm25.postings.get(term, ()))
-        return math.log((self._bm25.corpus_size + 0.5) / (df + 0.5)) ** 2
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._bm25.postings)
-
-    def __len__(self) -> int:
-        return len(self._bm25.postings)
+    return math.log((corpus_size + 0.5) / (df + 0.5)) ** 2
 
 
-class _LiveBM25(BM25Okapi):
-    """rank_bm25's BM25Okapi scoring over a corpus that changes in place.
+Change = tuple[int, int, Counter[str]]  # +1 (put) or -1 (clear), the slot, the document's term counts
 
-    BM25Okapi.__init__ computes its statistics once over a fixed corpus (and divides by zero
-    on an empty one), so it is not called: put() and clear() keep the attributes that
-    BM25Okapi.get_batch_scores reads (doc_freqs, doc_len, avgdl, idf, k1, b) current, and
-    the postings, whose sizes are the document frequencies idf reads.
-    Documents live in slots; a cleared slot holds an empty document until it is reused.
+
+class LiveBM25:
+    """Okapi BM25 over a corpus that changes in place: rank_bm25's BM25Okapi formula,
+
+        score(d, q) = sum over terms t of q:  idf(t) x tf(t, d) (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| / avgdl))
+
+    with the idf given (tests/test_search.py checks the scores against BM25Okapi's own on a
+    small corpus, given its idf). Documents live in slots; put() and clear() keep the term
+    counts, lengths and postings current, and nothing is rebuilt.
+
+    What a query needs per term is kept at two levels:
+
+    - the term's slots and counts there (the Python part: one dict lookup per document
+      holding the term). A change is logged, and the next query brings the kept arrays up
+      to date with it (sync()), so a tool coming or going costs the terms it holds a few
+      array operations, not a recount; after more than _LOG_KEPT changes at once (a page
+      bringing many tools) they are all dropped and recounted when next asked for;
+    - the term's scores over those slots, dropped at any change (N and avgdl move every
+      score) and recomputed from the kept counts with a few array operations.
+
+    So the first query after a change costs about what a query on an unchanged catalog
+    does, plus the terms of the tools that changed.
     """
 
-    def __init__(self) -> None:  # BM25Okapi.__init__ deliberately not called, see above
-        self.k1 = K1
-        self.b = B
-        self.doc_freqs: list[Counter[str]] = []
+    def __init__(self, k1: float = K1, b: float = B, idf: Callable[[int, int], float] = squared_idf) -> None:
+        self.k1, self.b, self._idf = k1, b, idf
+        self.doc_freqs: list[Counter[str]] = []  # term counts of the document in each slot
         self.doc_len = np.zeros(64)  # grown by doubling; only the first len(doc_freqs) count
         self.corpus_size = 0
-        self.avgdl = 0.0
         self.postings: dict[str, set[int]] = {}  # term -> slots of the documents that have it
-        self.idf = _SquaredIdf(self)
         self._total_len = 0
+        # term -> (its slots, its counts there) as of the last sync().
+        self._term_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._term_counts_held = 0  # slots in it
+        self._log: list[Change] | None = []  # changes since the last sync(); None: too many
+        # term -> (slots, BM25 contribution) for the corpus as it is; emptied by any change.
+        self._contributions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._saturation: np.ndarray | None = None  # k1 (1 - b + b |d| / avgdl) by slot, likewise
+
+    @property
+    def avgdl(self) -> float:
+        return self._total_len / self.corpus_size if self.corpus_size else 0.0
 
     def put(self, slot: int, counts: Counter[str]) -> list[str]:
         """Store a document, as its term counts, in the free `slot` (at most one past the
@@ -284,6 +187,7 @@ class _LiveBM25(BM25Okapi):
         length = sum(counts.values())
         self.doc_len[slot] = length
         self._adjust_totals(+1, length)
+        self._logged((+1, slot, counts))
         return new
 
     def clear(self, slot: int) -> list[str]:
@@ -298,12 +202,109 @@ class _LiveBM25(BM25Okapi):
                 gone.append(term)
         self._adjust_totals(-1, -int(self.doc_len[slot]))
         self.doc_len[slot] = 0
+        self._logged((-1, slot, counts))
         return gone
 
     def _adjust_totals(self, documents: int, length: int) -> None:
         self.corpus_size += documents
         self._total_len += length
-        self.avgdl = self._total_len / self.corpus_size if self.corpus_size else 0.0
+        self._contributions.clear()
+        self._saturation = None
+
+    def _logged(self, change: Change) -> None:
+        log = self._log
+        if log is not None:
+            if len(log) < _LOG_KEPT:
+                log.append(change)
+            else:
+                self._log = None
+
+    def sync(self) -> list[Change] | None:
+        """Bring the kept per-term counts up to date; the changes that were applied ([]: none
+        since the last call), or None when there were too many and all were dropped instead."""
+        log = self._log
+        if log is None:
+            self._log = []
+            self._term_counts.clear()
+            self._term_counts_held = 0
+            return None
+        if not log:
+            return log
+        self._log = []
+        kept = self._term_counts
+        if kept:
+            # term -> (slots it left, slot -> count where it came), replayed in order: a slot
+            # emptied and filled again is both dropped from the kept arrays and added back.
+            edits: dict[str, tuple[set[int], dict[int, int]]] = {}
+            for sign, slot, counts in log:
+                for term in counts.keys() & kept.keys():
+                    left, came = edits.setdefault(term, (set(), {}))
+                    if sign > 0:
+                        came[slot] = counts[term]
+                    else:
+                        came.pop(slot, None)
+                        left.add(slot)
+            for term, (left, came) in edits.items():
+                slots, tf = kept[term]
+                held = len(slots)
+                if left:
+                    staying = ~np.isin(slots, np.fromiter(left, dtype=np.intp, count=len(left)))
+                    slots, tf = slots[staying], tf[staying]
+                if came:
+                    slots = np.concatenate([slots, np.fromiter(came, dtype=np.intp, count=len(came))])
+                    tf = np.concatenate([tf, np.fromiter(came.values(), dtype=float, count=len(came))])
+                if len(slots):
+                    kept[term] = slots, tf
+                else:
+                    del kept[term]
+                self._term_counts_held += len(slots) - held
+        return log
+
+    def totals(self, query_terms: Iterable[str], size: int) -> np.ndarray:
+        """BM25 score of slots 0 .. size - 1 (at least len(doc_freqs)) for the query terms:
+        zero for a document no term matches, and for an empty slot."""
+        self.sync()
+        totals = np.zeros(size)
+        for term, count in Counter(query_terms).items():
+            if term in self.postings:
+                slots, contribution = self._contribution(term)
+                totals[slots] += count * contribution
+        return totals
+
+    def _contribution(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The slots of the documents holding `term` (which some document has), and what the
+        term adds to the score of each. Call sync() first."""
+        found = self._contributions.get(term)
+        if found is None:
+            slots, tf = self._counts(term)
+            if self._saturation is None:
+                used = self.doc_len[:len(self.doc_freqs)]
+                self._saturation = self.k1 * (1 - self.b + self.b * used / self.avgdl)
+            weight = self._idf(self.corpus_size, len(slots))
+            found = self._contributions[term] = slots, weight * (tf * (self.k1 + 1) / (tf + self._saturation[slots]))
+        return found
+
+    def _counts(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        found = self._term_counts.get(term)
+        if found is None:
+            slot_list = list(self.postings[term])
+            doc_freqs = self.doc_freqs
+            found = (np.array(slot_list, dtype=np.intp),
+                     np.array([doc_freqs[slot][term] for slot in slot_list], dtype=float))
+            if self._term_counts_held + len(slot_list) > _COUNTS_KEPT:
+                self._term_counts.clear()
+                self._term_counts_held = 0
+            self._term_counts[term] = found
+            self._term_counts_held += len(slot_list)
+        return found
+
+
+# Slots kept in the per-term counts (two arrays of that many numbers): ~16 MB. The scores
+# computed from them hold as many again, and go at the next change.
+_COUNTS_KEPT = 1_000_000
+# Changes replayed onto the kept counts by the next query; past this many (a page's tools
+# arriving or leaving together), the kept counts are dropped and recounted as asked for.
+_LOG_KEPT = 64
 
 
 # A second opinion on the best word matches: the same Okapi formula (K1, B, idf not squared)
@@ -331,19 +332,13 @@ _TRIGRAM_BAGS_KEPT = 2048
 # it. At the issue's one half it cost 2 points of R@5 on MetaTool, where the right tool often
 # follows a drop; at a quarter it costs 0.1 point of R@10 and still trims (bench/README.md).
 AUTOCUT_RATIO = 0.25
-# The per-term cache is emptied when it holds more (slot, score) pairs than this: ~16 MB.
-_CONTRIBUTIONS_KEPT = 1_000_000
 
 
 class ToolIndex:
     """Search over the tools of one room. Not thread-safe: use it from one event loop."""
 
     def __init__(self, tools: Iterable[IndexedTool] = ()) -> None:
-        self._bm25 = _LiveBM25()
-        # Term -> (slots, BM25 contribution) as get_batch_scores computed it for the catalog
-        # as it is; any change empties it, since N and avgdl move every score.
-        self._contributions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._contributions_held = 0  # (slot, score) pairs in it
+        self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
         self._key_at: list[str | None] = []
         self._free_slots: list[int] = []
@@ -358,7 +353,7 @@ class ToolIndex:
         # trigram document frequencies computed since the last change, and the counted
         # trigrams of recently reranked tools by slot.
         self._stems_with: dict[str, set[str]] = {}
-        self._trigram_df: dict[str, int] = {}
+        self._trigram_df: dict[str, int] = {}  # before the cap at N, as of the last _sync()
         self._trigram_bags: dict[int, Counter[str]] = {}
         self.add(tools)
 
@@ -382,12 +377,12 @@ class ToolIndex:
                 self._compact_name_at.append("")
             self._key_at[slot] = tool.key
             self._slot_of[tool.key] = slot
-            name_words = _words(tool.name)
-            heading_words = name_words + _words(tool.title) if tool.title else name_words
+            name_words = words(tool.name)
+            heading_words = name_words + words(tool.title) if tool.title else name_words
             for term in self._bm25.put(slot, _word_counts(heading_words, _body(tool))):
-                for trigram in _letter_trigrams(term):  # a stem new to the room: rare once warm
+                for trigram in letter_trigrams(term):  # a stem new to the room: rare once warm
                     self._stems_with.setdefault(trigram, set()).add(term)
-            self._compact_name_at[slot] = compact_name = _compact(tool.name)
+            self._compact_name_at[slot] = compact_name = compact(tool.name)
             self._name_forms_at[slot] = forms = _name_forms(tool, compact_name, name_words)
             for form in forms:
                 if form in by_name:
@@ -403,7 +398,7 @@ class ToolIndex:
             if slot is None:
                 continue
             for term in self._bm25.clear(slot):
-                for trigram in set(_letter_trigrams(term)):  # "10000" has "000" twice
+                for trigram in distinct_trigrams(term):  # "10000" has "000" twice
                     _discard(self._stems_with, trigram, term)
             self._trigram_bags.pop(slot, None)
             for form in self._name_forms_at[slot]:
@@ -415,15 +410,27 @@ class ToolIndex:
 
     def _changed(self) -> None:
         """Forget what was computed for the catalog as it was (search runs between calls)."""
-        self._contributions.clear()
-        self._contributions_held = 0
         self._joined_names = None
-        self._trigram_df.clear()
+
+    def _sync(self) -> None:
+        """Bring what queries keep across changes (per-term counts, trigram document
+        frequencies) up to the adds and removes since the last query."""
+        changes = self._bm25.sync()
+        trigram_df = self._trigram_df
+        if changes is None:
+            trigram_df.clear()
+        elif changes and trigram_df:
+            for sign, _, counts in changes:
+                for term in counts:
+                    for trigram in distinct_trigrams(term):
+                        if trigram in trigram_df:
+                            trigram_df[trigram] += sign
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """The best `limit` tools for `query`, best first; [] when nothing matches."""
         if limit <= 0 or not self._slot_of:
             return []
+        self._sync()
         query_terms = terms(query)
         totals = self._bm25_totals(query_terms)
         named = self._name_matches(query)
@@ -458,27 +465,7 @@ class ToolIndex:
 
     def _bm25_totals(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every slot (zero for the tools no term matches, and free slots)."""
-        totals = np.zeros(len(self._key_at))
-        for term, count in Counter(query_terms).items():
-            if term in self._bm25.postings:
-                slots, contribution = self._contribution(term)
-                totals[slots] += count * contribution
-        return totals
-
-    def _contribution(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """What `term` adds to the BM25 score of each tool that has it. Scored over those
-        tools only, not every candidate: get_batch_scores costs a dict lookup per (term,
-        tool) it is given, and the catalog changes far less often than it is searched."""
-        found = self._contributions.get(term)
-        if found is None:
-            slots = np.fromiter(self._bm25.postings[term], dtype=np.intp)
-            found = slots, np.asarray(self._bm25.get_batch_scores([term], slots.tolist()))
-            if self._contributions_held + len(slots) > _CONTRIBUTIONS_KEPT:
-                self._contributions.clear()
-                self._contributions_held = 0
-            self._contributions[term] = found
-            self._contributions_held += len(slots)
-        return found
+        return self._bm25.totals(query_terms, len(self._key_at))
 
     @staticmethod
     def _best(totals: np.ndarray, limit: int) -> dict[int, float]:
@@ -500,19 +487,20 @@ class ToolIndex:
 
     def _trigram_scores(self, query_terms: list[str], slots: Iterable[int]) -> dict[int, float]:
         """Okapi BM25 of the letter trigrams of the query's stems, for each of `slots`."""
-        tools, postings = len(self._slot_of), self._bm25.postings
+        tools, postings, avgdl = len(self._slot_of), self._bm25.postings, self._bm25.avgdl
         weights = {}  # trigram -> its count in the query x its idf, for those some tool has
-        for trigram, count in Counter(chain.from_iterable(map(_letter_trigrams, query_terms))).items():
+        for trigram, count in Counter(chain.from_iterable(map(letter_trigrams, query_terms))).items():
             df = self._trigram_df.get(trigram)
             if df is None:
                 held_by = self._stems_with.get(trigram, ())
-                df = self._trigram_df[trigram] = min(tools, sum(map(len, map(postings.__getitem__, held_by))))
+                df = self._trigram_df[trigram] = sum(map(len, map(postings.__getitem__, held_by)))
+            df = min(df, tools)
             if df:
                 weights[trigram] = count * math.log((tools + 0.5) / (df + 0.5))
         scores = {}
         for slot in slots:
             bag = self._trigram_bag(slot)
-            saturation = K1 * (1 - B + B * float(self._bm25.doc_len[slot]) / self._bm25.avgdl)
+            saturation = K1 * (1 - B + B * float(self._bm25.doc_len[slot]) / avgdl)
             scores[slot] = sum(weights[trigram] * bag[trigram] * (K1 + 1) / (bag[trigram] + saturation)
                                for trigram in bag.keys() & weights.keys())
         return scores
@@ -525,10 +513,10 @@ class ToolIndex:
             # Each stem counted as for BM25 (name words weighted): once for every stem in one
             # pass, then the rest for the few that repeat, instead of expanding every count.
             counts = self._bm25.doc_freqs[slot]
-            bag = Counter(chain.from_iterable(map(_letter_trigrams, counts)))
+            bag = Counter(chain.from_iterable(map(letter_trigrams, counts)))
             for term, count in counts.items():
                 if count > 1:
-                    for trigram in _letter_trigrams(term):
+                    for trigram in letter_trigrams(term):
                         bag[trigram] += count - 1
             if len(bags) >= _TRIGRAM_BAGS_KEPT:
                 del bags[next(iter(bags))]  # the least recently used: dicts keep insertion order
@@ -544,7 +532,7 @@ class ToolIndex:
     def _name_substring_scores(self, query: str) -> dict[int, float]:
         """Fallback when no word term scores: tools whose name contains a word of the
         query, scored by the share of the name those words cover ("calc" -> calculator)."""
-        needles = {word.lower() for word in _LETTERS_AND_DIGITS.findall(query) if len(word) >= _MIN_STEM}
+        needles = {word.lower() for word in letters_and_digits(query) if len(word) >= MIN_STEM}
         if not needles:
             return {}
         if self._joined_names is None:
@@ -580,7 +568,7 @@ class ToolIndex:
 def _name_forms(tool: IndexedTool, compact_name: str, name_words: list[str]) -> tuple[str, ...]:
     """What an exact-name query is compared with: compact name and key, stemmed name words
     (tokenize(tool.name), from `name_words`)."""
-    compact_key = compact_name if tool.key == tool.name else _compact(tool.key)
+    compact_key = compact_name if tool.key == tool.name else compact(tool.key)
     stems = " ".join(map(stem, name_words))
     forms = dict.fromkeys((compact_name, compact_key, stems))
     forms.pop("", None)
@@ -588,7 +576,7 @@ def _name_forms(tool: IndexedTool, compact_name: str, name_words: list[str]) -> 
 
 
 def _query_name_forms(query: str) -> set[str]:
-    return {_compact(query), " ".join(tokenize(query))} - {""}
+    return {compact(query), " ".join(tokenize(query))} - {""}
 
 
 def _discard(index: dict[str, set[Any]], key: str, member: Any) -> None:

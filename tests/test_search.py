@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections import Counter
 
+import numpy as np
 import pytest
 
-from bridge.search import IndexedTool, SearchHit, ToolIndex, split_words, stem, terms, tokenize
-from bridge.search import _word_terms, _words
+from rank_bm25 import BM25Okapi
+
+from bridge.search import B, K1, IndexedTool, LiveBM25, SearchHit, ToolIndex, squared_idf
+from bridge.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 
 
 def tool(key: str, description: str = "", **fields) -> IndexedTool:
@@ -53,8 +58,8 @@ def test_pieces_between_white_space_give_the_words_of_the_whole_text(text: str) 
     # The index splits at white space first and looks each piece up; no word spans white
     # space, so this must be what splitting the whole text gives.
     whole = [word for word in split_words(text) if len(word) > 1]
-    assert _words(text) == whole
-    assert terms(text) == [term for word in whole for term in _word_terms(word)]
+    assert words(text) == whole
+    assert terms(text) == [term for word in whole for term in word_terms(word)]
 
 
 def test_tokenize_lowercases_and_drops_one_letter_words() -> None:
@@ -304,6 +309,20 @@ def test_many_add_remove_cycles_match_a_freshly_built_index() -> None:
         assert index.search(query, limit=10) == fresh.search(query, limit=10), query
 
 
+def test_a_page_of_tools_coming_and_going_between_searches_matches_a_fresh_index() -> None:
+    # Over a hundred changes between two searches: what was kept is dropped, not replayed.
+    topics = ["weather forecast", "email report", "calendar event", "music playlist"]
+    base = [tool(f"base_{n}", f"{topics[n % 4]} number {n}") for n in range(20)]
+    page = [tool(f"page_{n}", f"Invoice email weather export {n}") for n in range(150)]
+    index = ToolIndex(base)
+    assert keys(index.search("weather email invoice", limit=10))
+    index.add(page)
+    index.remove([t.key for t in page[:100]])
+    fresh = ToolIndex([*base, *page[100:]])
+    for query in ("weather email invoice", "forecast", "export 120", "invoice"):
+        assert index.search(query, limit=10) == fresh.search(query, limit=10), query
+
+
 def test_removing_a_tool_whose_words_repeat_a_trigram():
     # " 10000 " holds the trigram "000" twice; the tool must still leave cleanly.
     index = ToolIndex([IndexedTool("a", "budget_10000", "Limit of 10000 and 1000100 units"),
@@ -313,3 +332,70 @@ def test_removing_a_tool_whose_words_repeat_a_trigram():
     assert "a" not in index and [hit.key for hit in index.search("weather forecast")] == ["b"]
     index.add([IndexedTool("a", "budget_10000", "Limit of 10000 units")])
     assert index.search("budget 10000")[0].key == "a"
+
+
+# --- the BM25 scorer against rank_bm25's ------------------------------------------------------
+
+REFERENCE_CORPUS = [
+    "get weather forecast for a city weather".split(),
+    "send an email to a contact".split(),
+    "create calendar event meeting".split(),
+    "list unread email messages email inbox".split(),
+    "convert currency exchange rate".split(),
+    "book a flight ticket".split(),
+    "translate text between languages text".split(),
+    "search the web for pages".split(),
+]
+
+
+def okapi_idf(corpus_size: int, df: int) -> float:
+    """BM25Okapi's idf before its floor (which no term of REFERENCE_CORPUS reaches)."""
+    return math.log(corpus_size - df + 0.5) - math.log(df + 0.5)
+
+
+def test_live_bm25_scores_equal_rank_bm25_okapi_given_its_idf() -> None:
+    # The index's own incremental BM25 against BM25Okapi built the supported way, with the
+    # same k1 and b and the same idf: the same scores for every document and query.
+    reference = BM25Okapi(REFERENCE_CORPUS, k1=K1, b=B)
+    assert all(reference.idf[t] == pytest.approx(okapi_idf(8, sum(t in d for d in REFERENCE_CORPUS)))
+               for t in reference.idf)
+    live = LiveBM25(k1=K1, b=B, idf=okapi_idf)
+    for slot, document in enumerate(REFERENCE_CORPUS):
+        live.put(slot, Counter(document))
+    queries = [["weather"], ["email", "email", "contact"], ["text", "web", "flight", "nothing"],
+               [word for document in REFERENCE_CORPUS for word in document]]
+    for query in queries:
+        ours = live.totals(query, len(REFERENCE_CORPUS))
+        assert ours == pytest.approx(reference.get_scores(query), rel=1e-12, abs=1e-12), query
+        assert ours.any()
+
+
+@pytest.mark.parametrize("churn", [0, 3, 200])  # replayed onto the kept counts, or too many: dropped
+def test_live_bm25_after_changes_scores_as_a_fresh_okapi_of_what_is_left(churn: int) -> None:
+    # Score (which fills the caches), change, score again: the same as BM25Okapi built anew
+    # over the documents left. Slots 1 and 5 are emptied, slot 1 is refilled; before that,
+    # `churn` documents come and go in slot 8.
+    live = LiveBM25(k1=1.2, b=0.75, idf=okapi_idf)
+    for slot, document in enumerate(REFERENCE_CORPUS):
+        live.put(slot, Counter(document))
+    query = ["email", "text", "flight", "weather", "meeting"]
+    live.totals(query, 8)
+    for _ in range(churn):
+        live.put(8, Counter(["email", "weather", "email"]))
+        live.clear(8)
+    live.clear(1)
+    live.clear(5)
+    replacement = "email a meeting invite".split()
+    live.put(1, Counter(replacement))
+    left = [REFERENCE_CORPUS[0], replacement, *REFERENCE_CORPUS[2:5], *REFERENCE_CORPUS[6:]]
+    reference = BM25Okapi(left, k1=1.2, b=0.75)
+    ours = live.totals(query, 9)[:8]
+    assert ours[5] == 0  # the emptied slot
+    assert np.delete(ours, 5) == pytest.approx(reference.get_scores(query), rel=1e-12, abs=1e-12)
+
+
+def test_squared_idf_is_zero_for_a_term_every_document_has_and_never_negative() -> None:
+    assert squared_idf(5, 5) == 0
+    assert squared_idf(1, 1) == 0
+    assert squared_idf(2, 1) > 0
+    assert squared_idf(10, 1) > squared_idf(10, 3) > 0

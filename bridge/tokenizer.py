@@ -1,0 +1,142 @@
+"""Words and terms of tool text and queries, as the search index (bridge.search) sees them.
+
+`split_words` cuts text into lower-case words (on separators, camelCase and acronyms),
+`stem` folds plural and verb endings, `terms` gives the BM25 terms of a text (each word's
+stem, and its 4-letter truncation for words of four letters or more). `words` and `terms`
+cut at white space first and memoise each piece, which is what keeps indexing cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from itertools import chain
+
+__all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "compact", "letter_trigrams", "distinct_trigrams",
+           "MIN_STEM"]
+
+# A word: an optionally capitalised run of lower-case letters and digits, or a capital run
+# that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
+# else separates words: "_ - . :" and spaces alike. Digits stay with the letters before them
+# so "s3", "v2", "base64" survive. Letters outside ASCII count (upper-case: Latin-1 only).
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_WORD = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}])")
+_LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
+MIN_STEM = 3
+_VOWEL = re.compile(r"[aeiouy]")
+# Besides its stem, each word of four letters or more is indexed by its first four letters,
+# marked "*": "financial" and "finance" meet at "fina*", which no suffix rule joins.
+_TRUNCATE = 4
+
+
+def split_words(text: str) -> list[str]:
+    """Lower-case words of `text`, split on anything but letters/digits and on camelCase."""
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """Fold plural and verb endings so "files", "filed", "filing" and "file" meet.
+
+    Rules, each kept only if at least three letters remain: -ies/-ied -> -y; a final -s
+    (not -ss, -us, -is); then -ing/-ed if a vowel remains ("string" stays), undoubling
+    "runn" -> "run" except l, s, z; then a final -e (not -ee), which makes "creates",
+    "created", "creating" and "create" all "creat".
+    """
+    if len(word) <= MIN_STEM or not word.isalpha():
+        return word
+    if word.endswith(("ies", "ied")) and len(word) > MIN_STEM + 2:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith(("ing", "ed")) and not word.endswith("eed"):
+        base = word[:-3] if word.endswith("ing") else word[:-2]
+        if len(base) >= MIN_STEM and _VOWEL.search(base):
+            if len(base) > MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiouylsz":
+                base = base[:-1]
+            word = base
+    if word.endswith("e") and not word.endswith("ee") and len(word) > MIN_STEM:
+        word = word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """The words of `text` as the index sees them: split, lower-case, stemmed, one-letter
+    words dropped."""
+    return [stem(word) for word in split_words(text) if len(word) > 1]
+
+
+@lru_cache(maxsize=1 << 16)
+def word_terms(word: str) -> tuple[str, ...]:
+    """The BM25 terms of one lower-case word: its stem, and its truncation if it has one."""
+    if len(word) < _TRUNCATE:
+        return (stem(word),)
+    return (stem(word), word[:_TRUNCATE] + "*")
+
+
+def compact(text: str) -> str:
+    """"user_confirm", "userConfirm" and "User Confirm" all become "userconfirm"."""
+    return "".join(_LETTERS_AND_DIGITS.findall(text)).lower()
+
+
+def letters_and_digits(text: str) -> list[str]:
+    """The runs of letters and digits in `text`, as written."""
+    return _LETTERS_AND_DIGITS.findall(text)
+
+
+@lru_cache(maxsize=1 << 16)
+def letter_trigrams(term: str) -> tuple[str, ...]:
+    """The letter trigrams of a stem padded with a space each side: "creat" -> " cr", "cre",
+    "rea", "eat", "at "; none for a truncation ("crea*"), which its stem already covers."""
+    if term.endswith("*"):
+        return ()
+    padded = f" {term} "
+    return tuple(padded[start:start + 3] for start in range(len(term)))
+
+
+@lru_cache(maxsize=1 << 16)
+def distinct_trigrams(term: str) -> tuple[str, ...]:
+    """letter_trigrams(term), each once ("10000" has "000" twice)."""
+    return tuple(dict.fromkeys(letter_trigrams(term)))
+
+
+# Text is cut at white space first, which str.split does ~7 times faster than _WORD finds
+# words (no word spans white space, so the words are the same), and what the index makes
+# of each piece as written ("Exports", "spreadsheet.", "getWeather") is looked up: the same
+# few thousand pieces make up most catalogs and most queries.
+_PIECES_REMEMBERED = 1 << 16
+
+
+class _PerPiece(dict[str, tuple[str, ...]]):
+    """piece of text -> `derive(its words, split, lower-cased, one-letter words left out)`,
+    computed on first lookup (`memo[piece]`); all forgotten once _PIECES_REMEMBERED are held."""
+
+    def __init__(self, derive: Callable[[list[str]], tuple[str, ...]]) -> None:
+        super().__init__()
+        self._derive = derive
+
+    def __missing__(self, piece: str) -> tuple[str, ...]:
+        if len(self) >= _PIECES_REMEMBERED:
+            self.clear()
+        found = self[piece] = self._derive([word for word in split_words(piece) if len(word) > 1])
+        return found
+
+
+_WORDS_IN = _PerPiece(tuple)
+_TERMS_IN = _PerPiece(lambda found: tuple(chain.from_iterable(map(word_terms, found))))
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, lower-cased, one-letter words dropped: split_words, memoised."""
+    return list(chain.from_iterable(map(_WORDS_IN.__getitem__, text.split())))
+
+
+def terms(text: str) -> list[str]:
+    """The BM25 terms of `text`: each word's stem, then its truncation if it has one."""
+    return list(chain.from_iterable(map(_TERMS_IN.__getitem__, text.split())))
+
+
+def piece_terms(piece: str) -> tuple[str, ...]:
+    """terms() of one piece of text without white space, memoised."""
+    return _TERMS_IN[piece]
