@@ -1,0 +1,159 @@
+"""`agui-mcp-bridge` as a user runs it: real processes, their exit codes, what they print and when."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+
+import bridge
+from support import running_bridge
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "bridge.cli"]
+BANNER = re.compile(r"demo (http://127\.0\.0\.1:(\d+))/")
+TIMEOUT = 30
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+
+
+def _env() -> dict[str, str]:
+    # No AGUI_BRIDGE_* from the caller's shell changes what these tests see.
+    return {k: v for k, v in os.environ.items() if not k.startswith("AGUI_BRIDGE_")}
+
+
+async def start_serve(*args: str) -> tuple[asyncio.subprocess.Process, str, list[str]]:
+    """`serve` on a port the OS picks; returns once the banner is printed, with the URL and stderr so far."""
+    process = await asyncio.create_subprocess_exec(*CLI, "serve", "--port", "0", *args, cwd=ROOT, env=_env(),
+                                                   stdin=asyncio.subprocess.DEVNULL,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    lines: list[str] = []
+    try:
+        while True:
+            line = (await asyncio.wait_for(process.stderr.readline(), TIMEOUT)).decode()
+            if not line:
+                raise AssertionError("serve exited before its banner:\n" + "".join(lines))
+            lines.append(line)
+            if match := BANNER.search(line):
+                return process, match.group(1), lines
+    except BaseException:
+        await stop(process)
+        raise
+
+
+async def stop(process: asyncio.subprocess.Process) -> str:
+    """Interrupt the bridge as Ctrl-C would; the rest of its stderr."""
+    if process.returncode is None:
+        process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = await asyncio.wait_for(process.communicate(), 10)
+    except TimeoutError:
+        process.kill()
+        _, stderr = await process.communicate()
+    return stderr.decode()
+
+
+@pytest.mark.parametrize("command", ["serve", "stdio"])
+def test_port_in_use_is_one_clear_line_and_exit_2(command):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = run(command, "--port", str(port))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(port) in lines[0] and "--port" in lines[0]
+    assert "Traceback" not in done.stderr
+    assert "demo http://" not in done.stderr
+
+
+async def test_banner_only_once_listening():
+    process, url, lines = await start_serve()
+    try:
+        # The moment the banner is out, the port takes connections and answers.
+        async with httpx.AsyncClient(timeout=2) as http:
+            response = await http.get(url + "/api/state")
+        assert response.status_code == 200
+        assert isinstance(response.json(), dict)
+        assert sum("demo http://" in line for line in lines) == 1
+        assert f"MCP {url}/mcp" in lines[-1]
+    finally:
+        rest = await stop(process)
+    assert "demo http://" not in rest  # said once
+    assert "Traceback" not in rest
+
+
+def test_version():
+    done = run("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"agui-mcp-bridge {bridge.__version__}\n"
+
+
+def test_stdio_refuses_a_bad_room_name():
+    done = run("stdio", "--port", "0", "--room", "bad room")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "'bad room'" in done.stderr and "--room" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_room_is_a_stdio_flag_only():
+    serve_help, stdio_help = run("serve", "--help"), run("stdio", "--help")
+    assert serve_help.returncode == stdio_help.returncode == 0
+    assert "--port" in serve_help.stdout and "--port" in stdio_help.stdout
+    assert "--room" not in serve_help.stdout
+    assert "--room" in stdio_help.stdout
+
+
+async def refused(ws_url: str, origin: str) -> tuple[dict, int | None]:
+    """Connect a page from `origin`: the bridge's first frame and the close code."""
+    async with websockets.connect(ws_url, origin=origin, proxy=None) as ws:
+        first = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        try:
+            await asyncio.wait_for(ws.recv(), 10)
+        except websockets.ConnectionClosed:
+            pass
+        return first, ws.close_code
+
+
+async def test_file_page_is_refused_with_the_flag_that_admits_it_warned_once():
+    process, url, _ = await start_serve("--log-level", "info")
+    ws_url = url.replace("http://", "ws://") + "/agui/ws"
+    try:
+        values = []
+        for _ in range(2):
+            error, close_code = await refused(ws_url, "null")  # what a file:// page sends
+            assert error["type"] == "agui.error" and error["code"] == "forbidden_origin", error
+            assert close_code == 1008
+            match = re.search(r"--allowed-origins '([^']+)'", error["message"])
+            assert match, error["message"]
+            values.append(match.group(1))
+        assert values[0] == values[1]
+    finally:
+        stderr = await stop(process)
+    value = values[0]
+
+    warnings = [line for line in stderr.splitlines() if "refused a page from origin null" in line]
+    assert len(warnings) == 1, stderr
+    assert "WARNING" in warnings[0] and f"--allowed-origins {value}" in warnings[0]
+
+    # The value named does admit the page, and still admits the local origins it admitted before.
+    async with running_bridge(allowed_origins=value) as b:
+        for origin in ("null", f"http://127.0.0.1:{b.server.port}"):
+            async with websockets.connect(b.ws_url, origin=origin, proxy=None) as ws:
+                await ws.send(json.dumps({"type": "agui.hello", "room": "default"}))
+                welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert welcome["type"] == "agui.welcome", welcome
