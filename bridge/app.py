@@ -60,8 +60,15 @@ class Bridge:
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """Runs the MCP session managers; enter it from the host app's lifespan when mounted."""
-        async with self.mcp.running():
-            yield
+        try:
+            async with self.mcp.running():
+                yield
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Answer every call in flight with an error and tell the pages; for a host app's shutdown."""
+        self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)

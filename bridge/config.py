@@ -22,7 +22,7 @@ class Settings:
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
     port: int = field(default=8765, metadata={"help": "HTTP port (0 picks a free one)"})
     call_timeout: float = field(default=600.0, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
-    page_grace: float = field(default=1.0, metadata={"help": "seconds a page may be disconnected before its tools and calls are dropped"})
+    page_grace: float = field(default=10.0, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
     progress_interval: float = field(default=15.0, metadata={"help": "seconds between keep-alive progress notifications to agents"})
     sse_ping: float = field(default=15.0, metadata={"help": "seconds between keep-alive comments on idle event streams"})
     inline_max: int = field(default=40, metadata={"help": "most tools listed inline before search mode"})

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,11 +22,12 @@ from bridge.catalog import ROOM_NAME, Catalog, ListingPolicy, Room, Tool, check_
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route
-from bridge.sessions import PageSession
+from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
 
 REGISTER_SLICE = 50
+SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
 
 
@@ -34,7 +36,7 @@ class HubConfig:
     """What the core needs to know; `bridge.config.Settings.hub_config()` makes one."""
 
     call_timeout: float = 600.0
-    page_grace: float = 1.0
+    page_grace: float = 10.0
     inline_max: int = 40
     inline_token_budget: int = 5000
     description_max_chars: int = 200
@@ -123,7 +125,39 @@ class Hub:
         if deliberate:
             self.drop(session)
         else:
-            session.expiry = asyncio.get_running_loop().call_later(self.config.page_grace, self.drop, session)
+            self._expect_back(session)
+
+    async def events(self, session: PageSession, last_event_id: int | None) -> AsyncIterator[PageEvent]:
+        """A page's event stream. A page whose stream is gone cannot be asked anything, even with its
+        WebSocket open: unless a stream comes back within the grace period, the page is dropped."""
+        if session.connected and session.expiry is not None:
+            session.expiry.cancel()
+            session.expiry = None
+        try:
+            async for event in session.stream(last_event_id):
+                yield event
+        finally:
+            if not session.streaming and not session.closed:
+                self._expect_back(session)
+
+    def _expect_back(self, session: PageSession) -> None:
+        if session.expiry is None:
+            session.expiry = asyncio.get_running_loop().call_later(self.config.page_grace, self._expire, session)
+
+    def hold(self, session: PageSession, seconds: float) -> None:
+        """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
+        thread paused on an interrupt comes back when its user has answered."""
+        if session.closed or session.connected:
+            return
+        if session.expiry is not None:
+            session.expiry.cancel()
+        session.expiry = asyncio.get_running_loop().call_later(seconds, self._expire, session)
+
+    def _expire(self, session: PageSession) -> None:
+        session.expiry = None
+        if not (session.connected and session.streaming):
+            log.info("page %s did not come back within %g s", session.id[:6], self.config.page_grace)
+            self.drop(session)
 
     def drop(self, session: PageSession) -> None:
         """The page is gone: its tools leave the catalog and its calls fail now."""
@@ -134,6 +168,19 @@ class Hub:
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         log.info("page %s left room %s", session.id[:6], session.room)
+
+    def shutdown(self) -> None:
+        """The bridge is stopping: every call in flight ends now with an error the agent reads,
+        and every page is told (a cancel for each of its calls) and its event stream ends."""
+        for call in self.calls.in_flight():
+            if self.calls.settle(call.call_id, Outcome.failure("shutdown", SHUTTING_DOWN)):
+                session = self.sessions.get(call.session_id)
+                if session is not None:
+                    session.push(messages.tool_cancel(call.call_id, "shutdown"))
+        for session in self.sessions.values():
+            if session.expiry is not None:
+                session.expiry.cancel()
+            session.close()
 
     async def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
         """Act on one message from a connected page; returns the replies for its WebSocket."""
@@ -213,6 +260,7 @@ class Hub:
         finally:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
+            session.settled(call.call_id)
         return outcome
 
 

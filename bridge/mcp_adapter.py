@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
+from bridge import __version__
 from bridge.calls import MonotonicProgress
 from bridge.catalog import ROOM_NAME, Room, Tool
 from bridge.config import Settings
@@ -74,7 +75,7 @@ class RoomServer:
         self._cached: tuple[str, list[types.Tool]] | None = None
         self.server = _ToolsChangingServer(
             "agui-mcp-bridge",
-            version="0.1.0",
+            version=__version__,
             instructions=self._instructions(),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,

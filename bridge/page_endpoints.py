@@ -133,7 +133,7 @@ class PageEndpoints:
         last_event_id = int(last) if last.isdigit() else None
 
         async def stream():
-            async for event in session.stream(last_event_id, lambda: self.hub.waiting_call_ids(session)):
+            async for event in self.hub.events(session, last_event_id):
                 yield ServerSentEvent(data=json.dumps(event.data), event=event.name, id=str(event.id))
 
         return EventSourceResponse(stream(), ping=self.settings.sse_ping, headers={"Cache-Control": "no-store"})

@@ -47,6 +47,19 @@ def bind(settings: Settings) -> socket.socket:
         raise
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, but a stop signal first answers the calls in flight, while agents are still connected
+    to read the answer (uvicorn then waits for their responses before it closes connections)."""
+
+    def __init__(self, config: uvicorn.Config, bridge: Bridge) -> None:
+        super().__init__(config)
+        self._bridge = bridge
+
+    def handle_exit(self, sig: int, frame: object) -> None:
+        self._bridge.shutdown()
+        super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+
 class RunningServer:
     """A bridge being served on a bound socket; `port` is the real one (port 0 picks a free one)."""
 
@@ -54,10 +67,12 @@ class RunningServer:
         self.bridge = bridge
         self.port: int = sock.getsockname()[1]
         s = bridge.settings
+        # No permessage-deflate: pages send small JSON, and each compressor costs ~50 KB a page.
+        # Pings find a page whose machine vanished without closing its socket.
         config = uvicorn.Config(bridge, log_config=LOG_CONFIG, log_level=s.log_level, access_log=False,
-                                ws_max_size=WS_FRAME_MAX, ws_per_message_deflate=False,
-                                timeout_graceful_shutdown=2)
-        self.uvicorn = uvicorn.Server(config)
+                                ws_max_size=WS_FRAME_MAX, ws_per_message_deflate=False, ws_ping_interval=10,
+                                ws_ping_timeout=10, timeout_graceful_shutdown=3)
+        self.uvicorn = _Server(config, bridge)
         self._sock = sock
         self._task: asyncio.Task[None] | None = None
 
@@ -79,6 +94,7 @@ class RunningServer:
         await self._task
 
     async def stop(self) -> None:
+        self.bridge.shutdown()
         self.uvicorn.should_exit = True
         if self._task is not None:
             await self._task

@@ -1,8 +1,10 @@
-"""A page's session: who it is, and the events waiting for its EventSource.
+"""A page's session: who it is, and the events waiting for its event stream.
 
-Events get increasing ids per session and stay in a bounded buffer, so an
-EventSource that reconnects with `Last-Event-ID` misses nothing; one that
-starts fresh is sent the invocations still waiting for an answer.
+Events get increasing ids per session. An invocation stays until its call ends, however
+many other events come (so no waiting call is ever lost to a full buffer); other events
+(cancels) stay in a bounded window. An event stream that reconnects with `Last-Event-ID`
+gets what came after that id, minus invocations already answered; a fresh one gets the
+invocations still waiting.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from bridge.messages import PageInfo
+
+OTHER_EVENTS_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -25,18 +29,21 @@ class PageEvent:
 
 
 class PageSession:
-    def __init__(self, room: str, page: PageInfo, buffer: int = 1000) -> None:
-        self.id = secrets.token_urlsafe(18)
+    def __init__(self, room: str, page: PageInfo, session_id: str | None = None) -> None:
+        self.id = session_id or secrets.token_urlsafe(18)
         self.room = room
         self.page = page
         self.connection = 0  # bumped per WebSocket, so a stale socket's close is ignored
         self.connected = False
         self.expiry: asyncio.TimerHandle | None = None
-        self._events: deque[PageEvent] = deque(maxlen=buffer)
-        self._next_id = 1
-        self._wakeup = asyncio.Event()
-        self._stream = 0  # bumped per EventSource, so only the newest one is fed
         self.closed = False
+        self._events: dict[int, PageEvent] = {}  # by id; insertion order is id order
+        self._invocations: dict[str, int] = {}  # call_id -> its invocation's event id, while the call waits
+        self._others: deque[int] = deque()  # ids of the other events, oldest first
+        self._next_id = 1
+        self._stream = 0  # bumped per event stream, so only the newest one is fed
+        self._open_streams = 0
+        self._wakeups: set[asyncio.Event] = set()  # one per open stream
 
     @property
     def label(self) -> str:
@@ -44,40 +51,75 @@ class PageSession:
         named = " ".join(filter(None, (repr(self.page.title) if self.page.title else None, self.page.url)))
         return f"page {named} (id {self.id[:6]})" if named else f"page {self.id[:6]}"
 
+    @property
+    def streaming(self) -> bool:
+        return self._open_streams > 0
+
     def push(self, data: dict[str, Any]) -> PageEvent:
         event = PageEvent(self._next_id, data["type"], data)
         self._next_id += 1
-        self._events.append(event)
-        self._wakeup.set()
+        self._events[event.id] = event
+        if event.name == "agui.tool.invoke":
+            self._invocations[data["call_id"]] = event.id
+        else:
+            self._others.append(event.id)
+            if len(self._others) > OTHER_EVENTS_KEPT:
+                del self._events[self._others.popleft()]
+        self._wake()
         return event
+
+    def settled(self, call_id: str) -> None:
+        """The call ended: its invocation is never delivered again, not even on a resume."""
+        event_id = self._invocations.pop(call_id, None)
+        if event_id is not None:
+            del self._events[event_id]
 
     def close(self) -> None:
         self.closed = True
-        self._wakeup.set()
+        self._wake()
 
-    async def stream(self, last_event_id: int | None, pending: Callable[[], set[str]]) -> AsyncIterator[PageEvent]:
-        """Events for one EventSource, until a newer one opens or the session closes.
+    def _wake(self) -> None:
+        for wakeup in self._wakeups:
+            wakeup.set()
 
-        `pending()` names the calls still waiting for this page; a fresh stream
-        (no `Last-Event-ID`) replays only their invocations.
-        """
+    def _after(self, event_id: int) -> list[PageEvent]:
+        """Events newer than `event_id`, oldest first; costs what is new, not what is kept."""
+        fresh = []
+        for newer in reversed(self._events):
+            if newer <= event_id:
+                break
+            fresh.append(self._events[newer])
+        fresh.reverse()
+        return fresh
+
+    async def stream(self, last_event_id: int | None = None) -> AsyncIterator[PageEvent]:
+        """Events for one event stream, until a newer stream opens or the session closes."""
         self._stream += 1
-        mine = self._stream
-        self._wakeup.set()  # an older stream wakes up and sees it is superseded
-        if last_event_id is None:
-            waiting = pending()
-            backlog = [e for e in self._events if e.name == "agui.tool.invoke" and e.data["call_id"] in waiting]
-        else:
-            backlog = [e for e in self._events if e.id > last_event_id]
-        cursor = self._next_id - 1
-        for event in backlog:
-            yield event
-        while True:
-            fresh = [e for e in self._events if e.id > cursor]
-            for event in fresh:
-                cursor = event.id
+        mine, wakeup = self._stream, asyncio.Event()
+        self._wake()  # an older stream wakes up and sees it is superseded
+        self._wakeups.add(wakeup)
+        self._open_streams += 1
+        try:
+            if last_event_id is None:
+                backlog = [self._events[i] for i in self._invocations.values()]
+            else:
+                backlog = self._after(last_event_id)
+            cursor = self._next_id - 1
+            for event in backlog:
                 yield event
-            if self.closed or self._stream != mine:
-                return
-            self._wakeup.clear()
-            await self._wakeup.wait()
+            while True:
+                # Cleared before looking, so an event pushed while we yield wakes the next wait.
+                wakeup.clear()
+                fresh = self._after(cursor)
+                for event in fresh:
+                    if self._stream != mine:
+                        return
+                    cursor = event.id
+                    yield event
+                if self.closed or self._stream != mine:
+                    return  # what was pushed before closing (e.g. shutdown's cancels) went out first
+                if not fresh:
+                    await wakeup.wait()
+        finally:
+            self._wakeups.discard(wakeup)
+            self._open_streams -= 1

@@ -86,8 +86,16 @@ class Page:
 
     async def listen(self, events_url: str, last_event_id: int | None = None) -> None:
         opened = asyncio.Event()
-        self._tasks.append(asyncio.create_task(self._read_events(events_url, last_event_id, opened)))
+        self._events_task = asyncio.create_task(self._read_events(events_url, last_event_id, opened))
+        self._tasks.append(self._events_task)
         await asyncio.wait_for(opened.wait(), TIMEOUT)
+
+    async def stop_listening(self) -> None:
+        """Lose the event stream only; the WebSocket stays open."""
+        self._events_task.cancel()
+        self._tasks.remove(self._events_task)
+        await self._http.aclose()
+        self._http = httpx.AsyncClient(timeout=None)
 
     async def _read_socket(self) -> None:
         try:

@@ -199,12 +199,13 @@ def test_monotonic_progress():
 # --- sessions ----------------------------------------------------------------------------------
 
 
-async def test_session_stream_replays_pending_then_follows():
+async def test_session_stream_replays_waiting_invocations_then_follows():
     session = PageSession("r", PageInfo())
     session.push(messages.tool_invoke("c1", "t", "t", {}, 1))
     session.push(messages.tool_invoke("c2", "t", "t", {}, 2))
     session.push(messages.tool_cancel("c2", "timeout"))
-    stream = session.stream(None, pending=lambda: {"c1"})
+    session.settled("c2")
+    stream = session.stream(None)
     first = await anext(stream)
     assert first.data["call_id"] == "c1"
     session.push(messages.tool_invoke("c3", "t", "t", {}, 3))
@@ -215,15 +216,55 @@ async def test_session_stream_after_last_event_id_and_superseded():
     session = PageSession("r", PageInfo())
     for i in range(3):
         session.push(messages.tool_invoke(f"c{i}", "t", "t", {}, i))
-    old = session.stream(1, pending=set)
+    old = session.stream(1)
     assert [(await anext(old)).id, (await anext(old)).id] == [2, 3]
-    new = session.stream(3, pending=set)
+    new = session.stream(3)
     waiting = asyncio.create_task(anext(new))
     await asyncio.sleep(0)
     with pytest.raises(StopAsyncIteration):  # only the newest stream is fed
         await asyncio.wait_for(anext(old), 1)
     session.push(messages.tool_cancel("c0", "timeout"))
     assert (await asyncio.wait_for(waiting, 1)).name == "agui.tool.cancel"
+
+
+async def test_a_resumed_stream_never_gets_an_answered_invocation():
+    session = PageSession("r", PageInfo())
+    for i in range(4):
+        session.push(messages.tool_invoke(f"c{i}", "t", "t", {}, i))
+    session.settled("c1")
+    session.settled("c2")
+    resumed = session.stream(0)
+    assert [(await anext(resumed)).data["call_id"] for _ in range(2)] == ["c0", "c3"]
+
+
+async def test_waiting_invocations_are_never_evicted_by_other_events():
+    from bridge.sessions import OTHER_EVENTS_KEPT
+
+    session = PageSession("r", PageInfo())
+    for i in range(OTHER_EVENTS_KEPT + 300):
+        session.push(messages.tool_invoke(f"c{i}", "t", "t", {}, i))
+    for i in range(OTHER_EVENTS_KEPT + 50):  # more cancels than the window keeps
+        session.push(messages.tool_cancel(f"gone{i}", "timeout"))
+    fresh = session.stream(None)
+    delivered = [(await anext(fresh)).data["call_id"] for _ in range(OTHER_EVENTS_KEPT + 300)]
+    assert delivered == [f"c{i}" for i in range(OTHER_EVENTS_KEPT + 300)]
+    assert len(session._others) == OTHER_EVENTS_KEPT
+
+
+async def test_an_event_pushed_while_the_stream_yields_is_not_lost():
+    """The stream's consumer is slow (a full socket): pushes made meanwhile still wake it."""
+    session = PageSession("r", PageInfo())
+    stream = session.stream(None)
+    waiting = asyncio.create_task(anext(stream))
+    await asyncio.sleep(0)
+    session.push(messages.tool_invoke("a", "t", "t", {}, 1))
+    assert (await asyncio.wait_for(waiting, 1)).data["call_id"] == "a"
+    # The consumer is busy elsewhere while two more arrive, one at a time.
+    session.push(messages.tool_invoke("b", "t", "t", {}, 2))
+    await asyncio.sleep(0)
+    session.push(messages.tool_invoke("c", "t", "t", {}, 3))
+    got = [(await asyncio.wait_for(anext(stream), 1)).data["call_id"] for _ in range(2)]
+    assert got == ["b", "c"]
 
 
 # --- hub ---------------------------------------------------------------------------------------
@@ -242,7 +283,7 @@ async def test_hub_call_round_trip_and_page_gone():
     tool = h.room("default").get("t")
     call = asyncio.create_task(h.call(tool, {"x": 1}, mcp_request_id=4))
     await asyncio.sleep(0)
-    (invoke,) = [e.data for e in session._events]
+    (invoke,) = [e.data for e in session._events.values()]
     assert invoke["params"] == {"x": 1} and invoke["mcp_request_id"] == 4
     await h.handle(session, ToolReturn(type="agui.tool.return", call_id=invoke["call_id"], result="done"))
     assert (await call).result == "done"
@@ -284,7 +325,7 @@ async def test_hub_timeout_pushes_cancel():
     await h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "t"}]))
     outcome = await h.call(h.room("default").get("t"), {})
     assert outcome.kind == "timeout"
-    assert [e.name for e in session._events] == ["agui.tool.invoke", "agui.tool.cancel"]
+    assert [e.name for e in session._events.values()] == ["agui.tool.cancel"]  # the answered invocation is gone
     assert len(h.calls) == 0
 
 
