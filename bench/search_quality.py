@@ -85,7 +85,18 @@ class NoAutocut(ToolIndex):
         return len(scores)
 
 
-class NoRerank(NoAutocut):
+class NoDuplicatesLast(NoAutocut):
+    def _demote_duplicates(self, scores: dict[int, float]) -> dict[int, float]:
+        return scores
+
+
+class NoStopList(NoDuplicatesLast):
+    @staticmethod
+    def _query_terms(query: str) -> list[str]:
+        return terms(query)
+
+
+class NoRerank(NoStopList):
     def _rerank(self, query_terms: list[str], word_scores: dict[int, float]) -> dict[int, float]:
         return word_scores
 
@@ -215,7 +226,9 @@ def main() -> None:
             ("+ name weight, k1/b, idf²", lambda: tool_index_search(tools, NoNameFirst)),
             ("+ exact name first", lambda: tool_index_search(tools, NoFallback)),
             ("+ substring fallback", lambda: tool_index_search(tools, NoRerank)),
-            ("+ letter-trigram rerank", lambda: tool_index_search(tools, NoAutocut)),
+            ("+ letter-trigram rerank", lambda: tool_index_search(tools, NoStopList)),
+            ("+ query stop list", lambda: tool_index_search(tools, NoDuplicatesLast)),
+            ("+ near-duplicates last", lambda: tool_index_search(tools, NoAutocut)),
         ]
     systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
 

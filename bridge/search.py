@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, piece_terms,
-                              stem, terms, tokenize, word_terms, words)
+                              query_terms, stem, tokenize, word_terms, words)
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
 
@@ -79,11 +79,22 @@ def _add_property_texts(properties: Any, texts: list[str], nested: bool) -> None
             description = prop.get("description")
             if isinstance(description, str):
                 texts.append(description)
+            _add_enum_texts(prop, texts)
+            items = prop.get("items")
+            if _is_mapping(items):
+                _add_enum_texts(items, texts)
             if nested:
                 _add_property_texts(prop.get("properties"), texts, nested=False)
-                items = prop.get("items")
                 if _is_mapping(items):
                     _add_property_texts(items.get("properties"), texts, nested=False)
+
+
+def _add_enum_texts(schema: Mapping[str, Any], texts: list[str]) -> None:
+    """The string values of `schema`'s enum: the word a request names is often one of them
+    ("celsius", "EUR", "pdf") and in no description."""
+    values = schema.get("enum")
+    if type(values) is list:
+        texts.extend(value for value in values if isinstance(value, str))
 
 
 def _body(tool: IndexedTool) -> str:
@@ -326,6 +337,28 @@ TRIGRAM_WEIGHT = 0.4
 _TRIGRAM_BAGS_KEPT = 2048
 
 
+# Near-duplicates (the same tool from two tabs, v1 and v2 of one tool) would fill the top
+# with one answer: a hit whose term counts overlap a better hit's this much (weighted
+# Jaccard: sum of the smaller count of each term / sum of the larger) and that scores at
+# least DUPLICATE_SCORE_RATIO of it goes after every hit that is not such a copy. Only reorders the hits; a
+# different tool is never added. Name words weigh most (NAME_WEIGHT), so two tools that say
+# the same of different things stay apart: MetaTool's HouseRentingTool and
+# HousePurchasingTool ("Tool that provide all sorts of information about house renting" /
+# "... purchasing") are at 0.60, its next closest pair at 0.32; a copy is at 1, and a
+# second version adding a few words to its description about 0.85. (With the plain Jaccard
+# of the distinct terms that pair was at 0.80, a v2 at 0.70. Spreading the hits over the
+# query's terms instead -- each term counting less for every tool taken that has it -- cost
+# 0.2-1.7 points of R@5 and multi R@5 on MetaTool's dev half: not kept.)
+NEAR_DUPLICATE = 0.8
+DUPLICATE_SCORE_RATIO = 0.95
+
+
+def _overlap(first: Counter[str], second: Counter[str]) -> float:
+    """Weighted Jaccard of two term bags."""
+    shared = sum(min(count, second[term]) for term, count in first.items() if term in second)
+    return shared / (sum(first.values()) + sum(second.values()) - shared) if shared else 0.0
+
+
 # --- the index -----------------------------------------------------------------------------
 
 # AutoCut: the list stops at the first hit scoring less than AUTOCUT_RATIO of the hit before
@@ -431,7 +464,7 @@ class ToolIndex:
         if limit <= 0 or not self._slot_of:
             return []
         self._sync()
-        query_terms = terms(query)
+        query_terms = self._query_terms(query)
         totals = self._bm25_totals(query_terms)
         named = self._name_matches(query)
         scores = self._best(totals, max(limit, RERANK_DEPTH))
@@ -442,7 +475,7 @@ class ToolIndex:
             # candidate some score) reorder what it kept.
             best_first = sorted(scores.items(), key=lambda item: -item[1])
             kept = best_first[:self._cut([score for _, score in best_first])]
-            scores = self._rerank(query_terms, dict(kept))
+            scores = self._demote_duplicates(self._rerank(query_terms, dict(kept)))
         else:
             scores = self._name_substring_scores(query)
         if named:
@@ -450,10 +483,15 @@ class ToolIndex:
             lead = max(scores.values(), default=0.0) or 1.0
             for slot in named:
                 scores[slot] = scores.get(slot, 0.0) + lead
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, self._key_at[item[0]]))
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, self._key_at[item[0]] or ""))
         ranked = ranked[:limit]
         ranked = ranked[:self._cut([score for _, score in ranked])]
-        return [SearchHit(self._key_at[slot], score) for slot, score in ranked]
+        return [SearchHit(key, score) for slot, score in ranked if (key := self._key_at[slot]) is not None]
+
+    @staticmethod
+    def _query_terms(query: str) -> list[str]:
+        """The query's terms, less the words of asking (bridge.tokenizer.QUERY_STOP_WORDS)."""
+        return query_terms(query)
 
     @staticmethod
     def _cut(scores: list[float]) -> int:
@@ -484,6 +522,32 @@ class ToolIndex:
         best_trigrams = max(trigram_scores.values()) or 1.0
         return {slot: score / best_words + TRIGRAM_WEIGHT * trigram_scores[slot] / best_trigrams
                 for slot, score in word_scores.items()}
+
+    def _demote_duplicates(self, scores: dict[int, float]) -> dict[int, float]:
+        """`scores` with each near-duplicate of a better hit (see NEAR_DUPLICATE) moved after
+        the hits that are not, its score lowered to keep the list best first."""
+        if len(scores) < 2:
+            return scores
+        documents, lengths = self._bm25.doc_freqs, self._bm25.doc_len
+        order = sorted(scores, key=lambda slot: (-scores[slot], self._key_at[slot] or ""))
+        leaders: list[int] = []
+        duplicates: list[int] = []
+        for slot in order:
+            score, length = scores[slot], lengths[slot]
+            # Cheap tests first: copies score alike, and the overlap cannot reach
+            # NEAR_DUPLICATE unless the lengths are within that ratio.
+            if any(score >= DUPLICATE_SCORE_RATIO * scores[leader]
+                   and NEAR_DUPLICATE * lengths[leader] <= length <= lengths[leader] / NEAR_DUPLICATE
+                   and _overlap(documents[slot], documents[leader]) >= NEAR_DUPLICATE for leader in leaders):
+                duplicates.append(slot)
+            else:
+                leaders.append(slot)
+        if not duplicates:
+            return scores
+        ranked, floor = {}, math.inf
+        for slot in leaders + duplicates:
+            floor = ranked[slot] = min(scores[slot], math.nextafter(floor, 0.0))
+        return ranked
 
     def _trigram_scores(self, query_terms: list[str], slots: Iterable[int]) -> dict[int, float]:
         """Okapi BM25 of the letter trigrams of the query's stems, for each of `slots`."""

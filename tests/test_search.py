@@ -71,7 +71,9 @@ def test_tokenize_lowercases_and_drops_one_letter_words() -> None:
     [
         (["file", "files", "filed", "filing"], "fil"),
         (["create", "creates", "created", "creating"], "creat"),
-        (["query", "queries", "queried"], "query"),
+        (["query", "queries", "queried"], "queri"),
+        (["movie", "movies"], "movi"),
+        (["study", "studies", "studied", "studying"], "studi"),
         (["match", "matches", "matched", "matching"], "match"),
         (["run", "runs", "running"], "run"),
     ],
@@ -83,6 +85,14 @@ def test_stem_folds_plural_and_verb_endings(forms: list[str], common: str) -> No
 @pytest.mark.parametrize("word", ["status", "analysis", "class", "string", "need"])
 def test_stem_leaves_words_that_only_look_inflected(word: str) -> None:
     assert stem(word) == word
+
+
+def test_movie_and_movies_meet_at_one_stem_in_the_index() -> None:
+    # Both tools share the truncation "movi*" with the query; only the stem tells them apart
+    # ("movies" was "movy" and "movie" "movi" before -y became -i).
+    index = ToolIndex([tool("a_moving", "Moving company quotes"), tool("b_cinema", "Movie showtimes"), *UNRELATED])
+    assert keys(index.search("movies")) == ["b_cinema", "a_moving"]
+    assert stem("movies") == stem("movie") == "movi"
 
 
 def test_stemming_applies_to_documents_and_queries() -> None:
@@ -141,6 +151,45 @@ def test_substring_fallback_finds_part_of_a_name() -> None:
     index = ToolIndex([tool("calculator", "Evaluate arithmetic"), tool("tax_calculator", "Income tax"),
                        tool("weather", "Forecasts")])
     assert keys(index.search("culat")) == ["calculator", "tax_calculator"]  # larger share of the name first
+
+
+def test_filler_words_of_a_request_do_not_pull_in_tools_named_with_them() -> None:
+    index = ToolIndex([
+        tool("get_weather", "Weather forecast for a city"),
+        tool("about_me", "Edit the profile page"),
+        tool("do_not_disturb", "Silence notifications"),
+        tool("will_writer", "Draft a last will"),
+        tool("please_hold", "Play music while waiting"),
+        *UNRELATED,
+    ])
+    query = "Hello, could you please do me a favour and tell me what the weather will be? Thanks!"
+    assert keys(index.search(query, limit=10)) == ["get_weather"]
+    # A query of nothing but such words keeps them: the tool is still found by its name.
+    assert keys(index.search("about me"))[0] == "about_me"
+    assert keys(index.search("will"))[0] == "will_writer"
+
+
+def test_near_duplicates_do_not_crowd_out_a_different_tool() -> None:
+    # The same tool from three tabs and a v2 with one more word, all above a different tool.
+    copies = [tool(key, "Get the weather forecast for a city, hour by hour", name="weather_forecast")
+              for key in ("weather_forecast", "weather_forecast__tab2", "weather_forecast__tab3")]
+    v2 = tool("weather_forecast_v2", "Get the weather forecast for a city, hour by hour, with radar")
+    alerts = tool("weather_alerts", "Severe weather warnings for a city")
+    index = ToolIndex([*copies, v2, alerts, *UNRELATED])
+    top = keys(index.search("weather forecast city", limit=2))
+    assert top == ["weather_forecast", "weather_alerts"]
+    hits = index.search("weather forecast city", limit=10)
+    assert keys(hits)[:2] == top and set(keys(hits)) == {t.key for t in [*copies, v2, alerts]}
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_tools_sharing_most_words_are_not_near_duplicates() -> None:
+    # Renting and buying a house: most of their words shared, two different tools.
+    renting = tool("house_renting", "Find a house to rent in a city, with price, rooms and area")
+    buying = tool("house_buying", "Find a house to buy in a city, with price, rooms and area")
+    other = tool("area_map", "Map of an area in a city")
+    index = ToolIndex([renting, buying, other, *UNRELATED])
+    assert keys(index.search("house in a city with rooms", limit=2)) == ["house_buying", "house_renting"]
 
 
 def test_nonsense_query_returns_nothing() -> None:
@@ -224,6 +273,24 @@ def test_parameter_names_and_descriptions_are_searchable_one_level_deep() -> Non
     # Two levels down is past the nesting the index reads.
     assert index.search("hidden") == []
     assert index.search("unreachable") == []
+
+
+def test_string_enum_values_of_parameters_and_array_items_are_searchable() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "formats": {"type": "array", "items": {"type": "string", "enum": ["pdf", "docx"]}},
+            "level": {"enum": [1, 2, None, {"kelvin": 1}]},  # not strings: not read
+            "options": {"type": "object", "properties": {"currency": {"enum": ["EUR", "USD"]}}},
+        },
+    }
+    index = ToolIndex([tool("convert", "Convert a reading", input_schema=schema),
+                       tool("other", "Report a reading", input_schema={"properties": {"unit": {"type": "string"}}}),
+                       *UNRELATED])
+    for query in ("fahrenheit", "temperature in Fahrenheit", "docx", "export as PDF", "EUR"):
+        assert keys(index.search(query)) == ["convert"], query
+    assert index.search("kelvin") == []
 
 
 def test_malformed_schema_is_ignored() -> None:
