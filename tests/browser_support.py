@@ -12,14 +12,21 @@ import functools
 import http.server
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount
 from support import RunningBridge, running_bridge
+
+from bridge import Bridge, Settings
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,8 +89,39 @@ async def open_page(browser, url: str, *, ready: str | None = "document.body.dat
         await context.close()
 
 
+class MountedBridge:
+    """A bridge mounted under a prefix in a host app: `url` is the prefix's URL (the demo page is `url + "/"`)."""
+
+    def __init__(self, bridge: Bridge, origin: str, prefix: str) -> None:
+        self.bridge, self.hub = bridge, bridge.hub
+        self.url = origin + prefix
+
+    def mcp_url(self, room: str = "default") -> str:
+        return f"{self.url}/mcp" if room == "default" else f"{self.url}/rooms/{room}/mcp"
+
+
 @asynccontextmanager
-async def mcp_client(bridge: RunningBridge, room: str = "default", mode: str = "legacy"):
+async def mounted_bridge(prefix: str = "/bridge", **overrides: Any):
+    """A bridge mounted at `prefix` in a host Starlette app (as examples/embed_fastapi mounts it), on a free port."""
+    bridge = Bridge(replace(Settings(page_grace=0.3, sse_ping=5, progress_interval=5), **overrides))
+    host = Starlette(routes=[Mount(prefix, app=bridge)], lifespan=bridge.lifespan)
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(host, log_config=None, log_level="warning", ws_per_message_deflate=False,
+                                           timeout_graceful_shutdown=2))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), "the host app stopped while starting"
+            await asyncio.sleep(0.01)
+        yield MountedBridge(bridge, f"http://127.0.0.1:{sock.getsockname()[1]}", prefix)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()
+
+
+@asynccontextmanager
+async def mcp_client(bridge: RunningBridge | MountedBridge, room: str = "default", mode: str = "legacy"):
     from mcp import Client
 
     async with Client(bridge.mcp_url(room), mode=mode) as client:

@@ -6,13 +6,16 @@ Each test starts its own bridge (`bridge` fixture) and page; one Chromium serves
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser_support import (
     mcp_client,
+    mounted_bridge,
     open_page,
     screenshot_path,
     serve_html,
@@ -29,16 +32,18 @@ TRANSFER = {"title": "Transfer 100 € to Alice?", "body": "From your checking a
             "ok_text": "Transfer", "cancel_text": "Keep my money"}
 
 # A bare page, served from its own origin, for tests that register their own tools: it imports the client
-# from the bridge and connects (with ?token=… when given).
+# from the bridge and connects (with ?token=… when given, and the connect() options in ?options=<JSON>).
 BARE_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head><body>
 <h1>{title}</h1><script type="module">
 import * as agui from "{bridge}/client/agui-bridge.js";
 window.agui = agui;
 window.errors = [];
 window.states = [];
-const token = new URLSearchParams(location.search).get("token");
+const query = new URLSearchParams(location.search);
+const token = query.get("token");
+const options = JSON.parse(query.get("options") || "{{}}");
 try {{
-  const bridge = await agui.connect({{url: "{bridge}", token, reconnectDelay: 100, maxReconnectDelay: 500}});
+  const bridge = await agui.connect({{url: "{bridge}", token, reconnectDelay: 100, maxReconnectDelay: 500, ...options}});
   bridge.addEventListener("error", (e) => window.errors.push(e.detail));
   bridge.addEventListener("statechange", (e) => window.states.push(e.detail.state));
   window.bridge = bridge;
@@ -50,9 +55,10 @@ document.body.dataset.ready = "true";
 
 
 @asynccontextmanager
-async def bare_page(bridge, title: str):
+async def bare_page(bridge, title: str, **options):
+    """The bare page's URL; `options` go to its connect()."""
     with serve_html(BARE_PAGE.format(title=title, bridge=bridge.url)) as url:
-        yield url
+        yield f"{url}?options={quote(json.dumps(options))}" if options else url
 
 
 async def call_in_background(client, name: str, arguments: dict, **kwargs) -> asyncio.Task:
@@ -185,25 +191,137 @@ async def test_agent_cancel_closes_the_dialog(browser, bridge):
         assert text_of(await asyncio.wait_for(call, 10)) == "ok"
 
 
-async def test_reloading_mid_call_fails_the_call_quickly(browser):
-    # A long grace period: the call fails at once only because the leaving page says goodbye (close 1000).
-    async with running_bridge(page_grace=30) as bridge, open_page(browser, bridge.url + "/") as page, \
+async def test_reload_shows_the_waiting_dialog_again_and_answers_the_original_call(browser):
+    # A grace period long enough for a reload: the page closes with 4001 on pagehide, not 1000, so the
+    # bridge keeps its session that long, and the reloaded page takes it back.
+    async with running_bridge(page_grace=10) as bridge, open_page(browser, bridge.url + "/") as page, \
             mcp_client(bridge) as client:
         await wait_for_tools(client, "agui_user_confirm")
-        first_session = next(iter(bridge.hub.sessions))
+        session_id = await page.evaluate("aguiBridge.sessionId")
         call = await call_in_background(client, "agui_user_confirm", TRANSFER)
         await page.get_by_role("dialog", name=TRANSFER["title"]).wait_for()
+        await page.reload()
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        assert await page.evaluate("aguiBridge.sessionId") == session_id, "the reloaded page resumed the session"
+        assert list(bridge.hub.sessions) == [session_id]
+        # The bridge asks the reloaded page the call still waiting: the dialog is back, once.
+        dialog = page.get_by_role("dialog", name=TRANSFER["title"])
+        await dialog.wait_for()
+        assert await page.get_by_role("dialog").count() == 1
+        assert not call.done(), "the reload did not end the agent's call"
+        await dialog.get_by_role("button", name="Transfer").click()
+        result = await asyncio.wait_for(call, 10)
+        assert (result.is_error, text_of(result)) == (False, "ok")
+        assert bridge.hub.calls.recent[0]["outcome"] == "result"
+        # The reloaded page's tools replaced the previous page's, under the same names.
+        listed = await wait_for_tools(client, *USER_TOOLS, *PAGE_TOOLS)
+        assert len(listed) == len(USER_TOOLS) + len(PAGE_TOOLS)
+
+
+async def test_reloaded_page_runs_waiting_calls_once_it_registers_their_tools(browser):
+    async with running_bridge(page_grace=10) as bridge, \
+            bare_page(bridge, "Reload", reregisterTimeout=1500) as url, open_page(browser, url) as page, \
+            mcp_client(bridge) as client:
+        await page.evaluate("""() => Promise.all([
+            bridge.registerTool({name: "kept_tool"}, () => new Promise(() => {})),
+            bridge.registerTool({name: "dropped_tool"}, () => new Promise(() => {})),
+        ])""")
+        await wait_for_tools(client, "kept_tool", "dropped_tool")
+        session_id = await page.evaluate("bridge.sessionId")
+        kept = await call_in_background(client, "kept_tool", {"n": 1})
+        dropped = await call_in_background(client, "dropped_tool", {})
+        await eventually(lambda: len(bridge.hub.calls) == 2)
+        await page.reload()
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        assert await page.evaluate("bridge.sessionId") == session_id
+        # The invocations arrive before the reloaded page has registered any tool: they are held.
+        await page.wait_for_function("bridge._parked.size === 2")
+        await page.evaluate("""() => bridge.registerTool({name: "kept_tool"},
+            (params) => ({answeredBy: "the reloaded page", params}))""")
+        result = await asyncio.wait_for(kept, 10)
+        assert result.structured_content == {"answeredBy": "the reloaded page", "params": {"n": 1}}
+        # A tool the reloaded page does not register again within reregisterTimeout leaves, and the call
+        # waiting for it fails.
+        result = await asyncio.wait_for(dropped, 10)
+        assert result.is_error and "has no tool named \"dropped_tool\"" in text_of(result)
+        await wait_for_tools(client, "kept_tool", absent=("dropped_tool",))
+        assert list(bridge.hub.sessions) == [session_id]
+
+
+async def test_leave_on_pagehide_fails_the_call_at_once_on_reload(browser):
+    # A long grace period: the call fails at once only because the leaving page says goodbye (close 1000).
+    async with running_bridge(page_grace=30) as bridge, \
+            bare_page(bridge, "Leaves", leaveOnPageHide=True) as url, open_page(browser, url) as page, \
+            mcp_client(bridge) as client:
+        await page.evaluate("""() => bridge.registerTool({name: "never_answers"}, () => new Promise(() => {}))""")
+        await wait_for_tools(client, "never_answers")
+        first_session = await page.evaluate("bridge.sessionId")
+        call = await call_in_background(client, "never_answers", {})
+        await eventually(lambda: len(bridge.hub.calls) == 1)
         started = time.monotonic()
         await page.reload()
         result = await asyncio.wait_for(call, 5)
-        assert result.is_error
-        assert "went away" in text_of(result)
+        assert result.is_error and "went away" in text_of(result)
         assert time.monotonic() - started < 2
-        # The reloaded page is a new page, with its tools registered again and no dialog.
+        # The reloaded page is a new page.
         await page.wait_for_function("document.body.dataset.ready === 'true'")
-        await wait_for_tools(client, "agui_user_confirm")
-        assert first_session not in bridge.hub.sessions and len(bridge.hub.sessions) == 1
-        assert await page.get_by_role("dialog").count() == 0
+        second_session = await page.evaluate("bridge.sessionId")
+        assert second_session != first_session
+        assert list(bridge.hub.sessions) == [second_session]
+
+
+async def test_after_disconnect_a_reload_is_a_new_page(browser):
+    async with running_bridge(page_grace=30) as bridge, bare_page(bridge, "Leaving") as url, \
+            open_page(browser, url) as page:
+        first_session = await page.evaluate("bridge.sessionId")
+        await page.evaluate("bridge.disconnect()")
+        await eventually(lambda: first_session not in bridge.hub.sessions, timeout=2)  # code 1000, despite the grace
+        await page.reload()
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        second_session = await page.evaluate("bridge.sessionId")
+        assert second_session != first_session
+        assert list(bridge.hub.sessions) == [second_session]
+
+
+async def test_a_window_the_page_opens_starts_its_own_session(browser, bridge):
+    """A same-origin window the page opens starts with a copy of its sessionStorage, as a duplicated tab does:
+    the session id is stored only while the page is hidden, so the copy cannot take the live page's session."""
+    async with bare_page(bridge, "Opener") as url, open_page(browser, url) as page:
+        first_session = await page.evaluate("() => { sessionStorage.setItem('probe', 'copied'); return bridge.sessionId; }")
+        async with page.context.expect_page() as opened:
+            await page.evaluate("window.open(location.href)")
+        popup = await opened.value
+        await popup.wait_for_function("document.body.dataset.ready === 'true'")
+        assert await popup.evaluate("sessionStorage.getItem('probe')") == "copied", "the window got a copy"
+        second_session = await popup.evaluate("bridge.sessionId")
+        assert second_session != first_session
+        assert set(bridge.hub.sessions) == {first_session, second_session}
+        assert await page.evaluate("[bridge.state, bridge.sessionId, window.errors]") == ["open", first_session, []]
+
+
+async def test_pages_under_a_mount_prefix(browser):
+    """Mounted at /bridge, the demo page, its client (WebSocket, event stream), the dashboard and the WebMCP
+    page use URLs under the prefix."""
+    async with mounted_bridge("/bridge") as bridge, open_page(browser, bridge.url + "/") as page, \
+            mcp_client(bridge) as client:
+        await wait_for_tools(client, "agui_user_confirm", *PAGE_TOOLS)
+        assert await page.text_content("#mcp-url") == bridge.url + "/mcp"
+        assert await page.evaluate("aguiBridge.url") == bridge.url + "/"
+        assert (await page.evaluate("aguiBridge.eventsUrl")).startswith(bridge.url + "/agui/events?session=")
+        call = await call_in_background(client, "agui_user_confirm", TRANSFER)
+        await page.get_by_role("dialog", name=TRANSFER["title"]).get_by_role("button", name="Transfer").click()
+        assert text_of(await asyncio.wait_for(call, 10)) == "ok"
+
+        async with open_page(browser, bridge.url + "/dashboard", ready=None) as dashboard:
+            await dashboard.locator("#rooms").get_by_text("agui-mcp-bridge demo").wait_for()
+            assert await dashboard.text_content("#status") == "live"
+            assert "agui_user_confirm" in await dashboard.locator("#recent tbody").text_content()
+        async with open_page(browser, bridge.url + "/?room=team") as team_page:
+            assert await team_page.text_content("#mcp-url") == bridge.url + "/rooms/team/mcp"
+        async with open_page(browser, bridge.url + "/client/webmcp-demo.html"):
+            await wait_for_tools(client, "add_to_cart")
+            result = await client.call_tool("add_to_cart", {"productId": "sku-1"})
+            assert text_of(result) == "Added 1 × sku-1 to the cart."
 
 
 async def test_handler_errors_become_is_error(browser, bridge):

@@ -2,7 +2,7 @@
  * A generated catalog of realistic business tools (CRM, billing, support, …), used by the demo page's
  * "300 more tools" switch and by examples/many_tools to show the bridge's search mode.
  *
- *   import { generateTools, simulate } from "/client/demo-tools.js";
+ *   import { generateTools, simulate } from "http://127.0.0.1:8765/client/demo-tools.js";
  *   for (const tool of generateTools(300)) bridge.registerTool(tool, (params) => simulate(tool, params), { signal });
  *
  * The tools do nothing real: `simulate()` answers with plausible, clearly marked demo data.
