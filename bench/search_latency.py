@@ -205,11 +205,63 @@ def measure_size(size: int, query_count: int) -> list[tuple[str, str, str]]:
     return rows
 
 
+def measure_hybrid(size: int, query_count: int, embedder) -> list[tuple[str, str]]:
+    """The semantic tier: embedding a catalog (in a worker thread, as the hub does), queries
+    that embed themselves, and registering the same tools again (cached by text)."""
+    import asyncio
+
+    from bridge.semantic import embed_pending
+
+    catalog = Catalog(seed=size)
+    tools = catalog.tools(size)
+    short = [catalog.short_query() for _ in range(query_count)]
+    long = [catalog.long_query() for _ in range(query_count)]
+    rows = []
+    index = ToolIndex(tools, embedder=embedder)
+    took = timed(lambda: asyncio.run(embed_pending(index)))
+    rows.append((f"embed all {size:,} tools (worker thread)", f"{took / 1000:.1f} s = {took / size:.1f} ms a tool"))
+    for label, queries in (("short", short), ("long", long)):
+        samples = [timed(lambda q=q: index.search(q, 5)) for q in queries]
+        assert index.last_tier == "hybrid"
+        rows.append((f"hybrid query p50 / p99, {label} (embeds the query)", percentiles(samples)))
+    samples = [timed(lambda q=q: index.search(q, 5)) for q in short]
+    rows.append(("hybrid query p50 / p99, short, query vector kept", percentiles(samples)))
+    query = embedder.embed_query("warm")
+    samples = [timed(lambda q=q: embedder.embed_query(q)) for q in long[:100]]
+    rows.append(("embedding a long query alone, p50 / p99", percentiles(samples)))
+    del query
+    page = catalog.tools(1000)
+    index.add(page)
+    asyncio.run(embed_pending(index))
+    index.remove([t.key for t in page])
+    # The same 1,000 tools again (a reload): vectors come from the cache, nothing is embedded.
+    again = timed(lambda: index.add(page))
+    pending = index.pending_embeddings
+    rows.append(("page re-adds 1,000 known tools (add)", f"{again:.1f} ms, {pending} to embed"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--queries", type=int, default=500, help="queries of each kind per size")
+    parser.add_argument("--model", help="also measure the hybrid tier with this fastembed model name")
+    parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
+    parser.add_argument("--hybrid-only", action="store_true", help="skip the lexical table")
     args = parser.parse_args()
+
+    if args.model or args.model_path:
+        from bridge.semantic import DEFAULT_MODEL, load_embedder
+
+        embedder = load_embedder(args.model or DEFAULT_MODEL, path=args.model_path, threads=2)
+        print(f"{'tools':>6}  {'hybrid tier (' + embedder.name + ')':<52} {'':>24}")
+        print("-" * 84)
+        for size in args.sizes:
+            for label, ours in measure_hybrid(size, args.queries, embedder):
+                print(f"{size:>6}  {label:<52} {ours:>24}", flush=True)
+        print()
+    if args.hybrid_only:
+        return
 
     header = f"{'tools':>6}  {'measure':<40} {'ToolIndex':>22} {'rank_bm25 BM25Okapi':>26}"
     print(header)

@@ -30,6 +30,7 @@ from rank_bm25 import BM25Okapi
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+import bridge.search as search_module  # noqa: E402
 from bridge.search import IndexedTool, ToolIndex  # noqa: E402
 from bridge.tokenizer import split_words, terms, tokenize  # noqa: E402
 
@@ -135,6 +136,89 @@ def tool_index_search(tools: dict[str, str], index_class: type[ToolIndex] = Tool
     return lambda query, limit: [hit.key for hit in index.search(query, limit)]
 
 
+class PrecomputedQueries:
+    """An embedder whose query vectors were computed in batches beforehand (the model's own
+    query embedding, only faster to run for 20,000 queries); documents go to the model."""
+
+    def __init__(self, embedder, queries: list[str]) -> None:
+        self.embedder, self.name = embedder, embedder.name
+        batch = getattr(embedder, "embed_queries", None)
+        vectors = batch(queries) if batch else [embedder.embed_query(query) for query in queries]
+        self.vectors = dict(zip(queries, vectors))
+
+    def embed_documents(self, texts):
+        return self.embedder.embed_documents(texts)
+
+    def embed_query(self, text: str):
+        found = self.vectors.get(text)
+        return found if found is not None else self.embedder.embed_query(text)
+
+
+def hybrid_search(tools: dict[str, str], embedder, index_class: type[ToolIndex] = ToolIndex) -> Search:
+    import asyncio
+
+    from bridge.semantic import embed_pending
+
+    index = index_class((as_indexed(name, description) for name, description in tools.items()), embedder=embedder)
+    asyncio.run(embed_pending(index))
+
+    def search(query: str, limit: int) -> list[str]:
+        hits = index.search(query, limit)
+        assert index.last_tier == "hybrid"
+        return [hit.key for hit in hits]
+
+    return search
+
+
+class ReciprocalRankFusion(ToolIndex):
+    """The hybrid tier with reciprocal rank fusion (k = 60) instead of weighted scores."""
+
+    def _fuse(self, lexical, similarity, depth):
+        semantic = self._semantic
+        embedded = semantic.embedded_slots()
+        nearest = embedded[(-similarity[embedded]).argsort(kind="stable")[:depth]].tolist()
+        fused: dict[int, float] = {}
+        for ranking in (sorted(lexical, key=lambda slot: -lexical[slot]), nearest):
+            for rank, slot in enumerate(ranking, 1):
+                fused[slot] = fused.get(slot, 0.0) + 1 / (60 + rank)
+        return fused
+
+
+def tier_table(tools, single, multi, embedder, weights: list[float]) -> None:
+    """Lexical against hybrid, and the hybrid's fusion: weighted scores at several lexical
+    weights, and reciprocal rank fusion."""
+    print()
+    print(f"Tiers ({embedder.name}):")
+    print(f"{'tier':<44} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'multi R@5':>9} {'hits':>6}")
+    chosen = search_module.FUSION_WEIGHT
+    systems = [("lexical (ToolIndex, no embedder)", lambda: tool_index_search(tools))]
+    for weight in weights:
+        label = f"hybrid, weighted, lexical x {weight:g}" + (" (bridge)" if weight == chosen else "")
+        systems.append((label, lambda weight=weight: _with_weight(weight, lambda: hybrid_search(tools, embedder))))
+    systems.append(("hybrid, reciprocal rank fusion (k = 60)",
+                    lambda: hybrid_search(tools, embedder, ReciprocalRankFusion)))
+    systems.append(("semantic only (lexical x 0)", lambda: _with_weight(0.0, lambda: hybrid_search(tools, embedder))))
+    for label, build in systems:
+        search = build()
+        scores = score_single(search, single)
+        print(f"{label:<44} {scores['R@1']:>6.3f} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} "
+              f"{scores['MRR@10']:>6.3f} {score_multi(search, multi):>9.3f} {scores['hits']:>6.2f}", flush=True)
+
+
+def _with_weight(weight: float, build: Callable[[], Search]) -> Search:
+    """A search run with FUSION_WEIGHT = weight (set around each call)."""
+    search = build()
+
+    def weighted(query: str, limit: int) -> Sequence[str]:
+        saved, search_module.FUSION_WEIGHT = search_module.FUSION_WEIGHT, weight
+        try:
+            return search(query, limit)
+        finally:
+            search_module.FUSION_WEIGHT = saved
+
+    return weighted
+
+
 # --- metrics -------------------------------------------------------------------------------
 
 
@@ -206,6 +290,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="score a seeded sample of this many single-tool rows")
     parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
     parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
+    parser.add_argument("--model", help="also measure the hybrid tier with this fastembed model name")
+    parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.2, 0.3, 0.5, 0.7],
+                        help="lexical weights of the fusion to compare")
     args = parser.parse_args()
 
     dataset = args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset
@@ -252,6 +340,16 @@ def main() -> None:
           + " ".join(f"{ours[c] / base[c] if base[c] else float('inf'):>{w}.2f}" for c, w in zip(COLUMNS, widths)))
     if not args.no_ablation:
         autocut_variants(tools, single, multi, by_name)
+    if args.model or args.model_path:
+        import time
+
+        from bridge.semantic import DEFAULT_MODEL, load_embedder
+
+        model = load_embedder(args.model or DEFAULT_MODEL, path=args.model_path, threads=2)
+        started = time.perf_counter()
+        embedder = PrecomputedQueries(model, sorted({q for q, _ in single} | {q for q, _ in multi}))
+        print(f"\n(embedded {len(embedder.vectors)} queries in {time.perf_counter() - started:.0f} s)")
+        tier_table(tools, single, multi, embedder, args.weights)
 
 
 if __name__ == "__main__":

