@@ -9,6 +9,11 @@ are then reordered by the letter trigrams of their stems (see RERANK_DEPTH), whi
 nothing at add time. Words and terms come from bridge.tokenizer. Measured at 10,000 tools
 (bench/search_latency.py): one add or remove ~0.03 ms, a page's 1,000 tools ~30-40 ms plus
 ~2-3 ms for the first search, a query ~0.3-0.6 ms (p50; ~0.6 ms right after a change).
+
+With an embedder (ToolIndex(embedder=...), bridge.semantic; the `semantic` extra) the lexical
+candidates are fused with the tools nearest the query's embedding ("hybrid" tier, see
+FUSION_WEIGHT); tools are embedded off the event loop (embedding_job / store_embeddings)
+and are searchable lexically until then.
 """
 
 from __future__ import annotations
