@@ -1,0 +1,237 @@
+"""Round trip of one tools/call: MCP SDK client -> bridge -> page -> bridge -> client, against the floor.
+
+The floor is an MCP server built with the same SDK (low-level `Server`, `StreamableHTTPSessionManager`
+under uvicorn) whose tool answers in-process: what any MCP tool costs before the bridge adds the page.
+Bridge (`agui-mcp-bridge serve`), floor and page each run in their own process; the MCP clients run
+here. Both protocol eras: the handshake era (initialize, Mcp-Session-Id) and 2026-07-28 (sessionless).
+
+Runs alternate bridge and floor in pairs (bridge first in even pairs, floor first in odd ones), so
+machine noise lands on both. Reports p50/p99 latency at concurrency 1, calls/s at 8 and 32, the
+ratios (targets: p50 <= 1.10x floor, calls/s >= 0.95x floor at 32), and the CPU each process spent
+per call (read from /proc, less sensitive to noise than wall time).
+
+    python bench/roundtrip.py                 # ~2-3 minutes
+    python bench/roundtrip.py --quick         # ~30 s
+    python bench/roundtrip.py --bridge-arg=--log-level=warning    # any flag of `agui-mcp-bridge serve`
+    python bench/roundtrip.py --bridge-src /tmp/variant           # a scratch copy of the bridge package
+    python bench/roundtrip.py --profile /tmp/rt   # bridge and floor under py-spy (pip install py-spy)
+
+Needs only the project's dependencies; `--profile` needs py-spy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import _common as c
+
+LOADS = (1, 8, 32)
+
+
+class Side:
+    """One server as the benchmark drives it: its client and what its calls cost."""
+
+    def __init__(self, name: str, server: c.Server, client, pids: list[int]) -> None:
+        self.name, self.server, self.client, self.pids = name, server, client, pids
+        self.latencies: dict[int, list[float]] = {n: [] for n in LOADS}
+        self.walls: dict[int, list[float]] = {n: [] for n in LOADS}
+        self.calls: dict[int, int] = dict.fromkeys(LOADS, 0)
+        self.cpu: dict[int, list[float]] = {n: [0.0] * len(pids) for n in LOADS}  # server-side processes
+        self.client_cpu: dict[int, float] = dict.fromkeys(LOADS, 0.0)
+
+    async def batch(self, concurrency: int, calls: int) -> None:
+        before = [c.cpu_seconds(p) for p in self.pids]
+        mine = time.process_time()
+        latencies, wall = await c.timed_calls(self.client, calls, concurrency)
+        self.client_cpu[concurrency] += time.process_time() - mine
+        for i, p in enumerate(self.pids):
+            self.cpu[concurrency][i] += c.cpu_seconds(p) - before[i]
+        self.latencies[concurrency] += latencies
+        self.walls[concurrency].append(wall)
+        self.calls[concurrency] += calls
+
+
+async def run_era(era: str, bridge: c.Server, floor: c.Server, pages: c.Pages, args) -> tuple[Side, Side]:
+    async with c.mcp_client(bridge.mcp_url, era) as bc, c.mcp_client(floor.mcp_url, era) as fc:
+        b = Side("bridge", bridge, bc, [bridge.pid, pages.pid])
+        f = Side("floor", floor, fc, [floor.pid])
+        for side in (b, f):  # warm up: imports, caches, connection pools
+            await c.timed_calls(side.client, 50, 1)
+            await c.timed_calls(side.client, 100, 32)
+            side.__init__(side.name, side.server, side.client, side.pids)
+        for load in LOADS:
+            calls = args.calls if load == 1 else args.calls * 2
+            for pair in range(args.pairs):
+                for side in ((b, f) if pair % 2 == 0 else (f, b)):
+                    await side.batch(load, calls)
+        return b, f
+
+
+def report(era: str, b: Side, f: Side) -> str:
+    ms = 1e3
+    p50b, p50f = c.percentile(b.latencies[1], .5) * ms, c.percentile(f.latencies[1], .5) * ms
+    p99b, p99f = c.percentile(b.latencies[1], .99) * ms, c.percentile(f.latencies[1], .99) * ms
+    rows = [["c=1   p50 ms", f"{p50b:.2f}", f"{p50f:.2f}", f"{p50b / p50f:.2f}", "<= 1.10"],
+            ["c=1   p99 ms", f"{p99b:.2f}", f"{p99f:.2f}", f"{p99b / p99f:.2f}", ""]]
+    for load in LOADS[1:]:
+        # calls/s over all of a side's batches; the spread is that of the pairs' ratios (equal batches).
+        sb, sf = b.calls[load] / sum(b.walls[load]), f.calls[load] / sum(f.walls[load])
+        pair_ratios = sorted(y / x for x, y in zip(b.walls[load], f.walls[load]))
+        rows.append([f"c={load:<3} calls/s", f"{sb:.0f}", f"{sf:.0f}",
+                     f"{sb / sf:.2f} ({pair_ratios[0]:.2f}-{pair_ratios[-1]:.2f})",
+                     ">= 0.95" if load == 32 else ""])
+    for load in LOADS:
+        bridge_cpu, page_cpu = (x / b.calls[load] * 1e6 for x in b.cpu[load])
+        floor_cpu = f.cpu[load][0] / f.calls[load] * 1e6
+        rows.append([f"c={load:<3} server CPU us/call", f"{bridge_cpu:.0f} (+{page_cpu:.0f} page)", f"{floor_cpu:.0f}",
+                     f"{bridge_cpu / floor_cpu:.2f}", ""])
+        rows.append([f"c={load:<3} client CPU us/call", f"{b.client_cpu[load] / b.calls[load] * 1e6:.0f}",
+                     f"{f.client_cpu[load] / f.calls[load] * 1e6:.0f}", "", ""])
+    head = [f"{c.ERA_LABEL[era]} era", "bridge", "floor", "bridge/floor", "target"]
+    return c.table(head, rows)
+
+
+# --- profile: the bridge under py-spy --------------------------------------------------------
+
+FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def short(frame: str) -> str:
+    m = FRAME.match(frame)
+    if not m:
+        return frame
+    path = m["file"]
+    for marker in ("site-packages/", "lib/python3.11/", "/work/main/", str(c.ROOT) + "/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return f"{m['func']} ({path})"
+
+
+ROOT_FRAMES = ("<module>", "main (", "run (asyncio", "Runner.run", "BaseEventLoop.run", "BaseEventLoop._run_once",
+               "Handle._run", "TaskHandle._run_coro", "serve (", "Server.serve", "_run (", "floor_main", "Server.run (",
+               "run (uvicorn")
+
+
+def per_call(raw: Path, cpu_us_per_call: float) -> tuple[Counter, Counter]:
+    """py-spy's raw (collapsed) stacks -> (own, inclusive) microseconds per call, by function.
+
+    A --gil sample is wall time holding the GIL, which on a busy machine includes time the process
+    was preempted: samples are only used as shares, scaled to the process's user CPU per call (/proc).
+    Start-up (imports) is left out.
+    """
+    own, inclusive, samples = Counter(), Counter(), 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or "_find_and_load" in stack:
+            continue
+        n = int(count)
+        frames = [f for f in (short(f) for f in stack.split(";")) if not f.startswith(("process ", "thread "))]
+        samples += n
+        own[frames[-1]] += n
+        for f in set(frames):
+            if not f.startswith(ROOT_FRAMES):
+                inclusive[f] += n
+    scale = cpu_us_per_call / max(samples, 1)
+    return Counter({f: n * scale for f, n in own.items()}), Counter({f: n * scale for f, n in inclusive.items()})
+
+
+def summarize(bridge_raw: Path, floor_raw: Path, bridge_cpu: float, floor_cpu: float, top: int) -> str:
+    """`*_cpu`: user CPU microseconds per call of each process while profiled."""
+    b_own, b_incl = per_call(bridge_raw, bridge_cpu)
+    f_own, f_incl = per_call(floor_raw, floor_cpu)
+    only_bridge = Counter({f: n for f, n in b_incl.items() if f not in f_incl})
+    return "\n".join([
+        f"User CPU per call while profiled: bridge {bridge_cpu:.0f} us, floor {floor_cpu:.0f} us "
+        "(py-spy --gil samples, scaled to it)", "",
+        c.table(["bridge own us/call", "floor", "function (file)"],
+                [[f"{n:.1f}", f"{f_own.get(f, 0.0):.1f}", f] for f, n in b_own.most_common(top)], left=0), "",
+        "Inclusive, frames the floor never runs (the bridge's own work; nested frames overlap):", "",
+        c.table(["bridge incl us/call", "function (file)"],
+                [[f"{n:.1f}", f] for f, n in only_bridge.most_common(top * 2)], left=0)])
+
+
+async def profile(args) -> None:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not os.path.exists(spy):
+        raise SystemExit("--profile needs py-spy: pip install py-spy")
+    out = {name: Path(f"{args.profile}.{name}.txt") for name in ("bridge", "floor")}
+
+    def prefix(name: str) -> list[str]:
+        # --gil: only samples holding the GIL, i.e. running Python. Without it a thread waiting in a
+        # system call (epoll, or send() while the woken page process has the core) counts as busy.
+        return [spy, "record", "--format", "raw", "--rate", str(args.rate), "--gil", "-o", str(out[name]), "--"]
+
+    bridge = await c.start_bridge(*args.bridge_arg, prefix=prefix("bridge"), src=args.bridge_src)
+    floor = await c.start_floor(prefix=prefix("floor"))
+    pages = await c.Pages.start(bridge)
+    calls, user = 0, {"bridge": 0.0, "floor": 0.0}
+    try:
+        await pages.do("open", n=1, tools=[c.ECHO_TOOL])
+        for era in args.eras:
+            for load in (1, 32):
+                for server in (bridge, floor):
+                    async with c.mcp_client(server.mcp_url, era) as client:
+                        before = c.user_seconds(server.pid)
+                        _, wall = await c.timed_calls(client, args.calls * 5, load)
+                        user[server.name] += c.user_seconds(server.pid) - before
+                    print(f"profiled {server.name}: {args.calls * 5} calls, {c.ERA_LABEL[era]} era, concurrency "
+                          f"{load}: {args.calls * 5 / wall:.0f} calls/s under the profiler")
+                calls += args.calls * 5
+    finally:
+        await pages.stop()
+        bridge.stop(wait=60)
+        floor.stop(wait=60)
+    print()
+    print(summarize(out["bridge"], out["floor"], user["bridge"] / calls * 1e6, user["floor"] / calls * 1e6, args.top))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="2 pairs of short batches")
+    parser.add_argument("--pairs", type=int, default=6, help="bridge/floor pairs per load (default 6)")
+    parser.add_argument("--calls", type=int, default=200,
+                        help="calls per batch at concurrency 1 (twice that at 8 and 32; default 200)")
+    parser.add_argument("--eras", default=",".join(c.ERAS), help="legacy and/or 2026-07-28")
+    c.add_bridge_options(parser)
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="instead, profile bridge and floor with py-spy (raw stacks: PREFIX.bridge.txt, .floor.txt)")
+    parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second (--profile)")
+    parser.add_argument("--top", type=int, default=15, help="profile entries shown (--profile)")
+    args = parser.parse_args()
+    args.eras = args.eras.split(",")
+    if args.quick:
+        args.pairs, args.calls = 2, 100
+    c.raise_fd_limit()
+    print(c.machine())
+    if args.profile:
+        await profile(args)
+        return
+    bridge = await c.start_bridge(*args.bridge_arg, src=args.bridge_src)
+    floor = await c.start_floor()
+    pages = await c.Pages.start(bridge)
+    try:
+        await pages.do("open", n=1, tools=[c.ECHO_TOOL])
+        print(f"bridge: agui-mcp-bridge serve {' '.join(args.bridge_arg)}".rstrip()
+              + (f" (from {args.bridge_src})" if args.bridge_src else "")
+              + f"; {args.pairs} interleaved pairs per load, {args.calls} calls per batch at c=1, "
+              f"{args.calls * 2} at c=8 and c=32")
+        for era in args.eras:
+            b, f = await run_era(era, bridge, floor, pages, args)
+            print()
+            print(report(era, b, f))
+    finally:
+        await pages.stop()
+        bridge.stop()
+        floor.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
