@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import LOOPBACK_HOSTS, Settings
 from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms
@@ -55,6 +56,7 @@ class Bridge:
         self.hub = Hub(self.settings.hub_config())
         self.mcp = McpRooms(self.hub, self.settings)
         self.pages = PageEndpoints(self.hub, self.settings)
+        self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
 
     @asynccontextmanager
@@ -85,6 +87,8 @@ class Bridge:
         return [
             WebSocketRoute("/agui/ws", self.pages.websocket),
             Route("/agui/events", self.pages.events),
+            Route("/agui/run", self.agui),
+            Route("/rooms/{room}/agui/run", self.agui),
             Route("/mcp", self.mcp),
             Route("/rooms/{room}/mcp", self.mcp),
             Route("/api/state", api_state),
@@ -95,9 +99,10 @@ class Bridge:
 
     def _middleware(self) -> list[Middleware]:
         s = self.settings
-        # Pages served from other local origins import the client module and open the event stream cross-origin.
+        # Pages served from other local origins import the client module and open the event stream cross-origin;
+        # AG-UI apps POST their runs cross-origin.
         middleware = [Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
-                                 allow_methods=["GET"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
+                                 allow_methods=["GET", "POST"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
         if s.loopback_only:
             # A page on another site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) still
             # sends its own Host header: refuse it, as the MCP endpoint does.

@@ -144,6 +144,15 @@ class Hub:
         if session.expiry is None:
             session.expiry = asyncio.get_running_loop().call_later(self.config.page_grace, self._expire, session)
 
+    def allow_absence(self, session: PageSession, seconds: float) -> None:
+        """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
+        thread paused on an interrupt comes back when its user has answered."""
+        if session.closed or session.connected:
+            return
+        if session.expiry is not None:
+            session.expiry.cancel()
+        session.expiry = asyncio.get_running_loop().call_later(seconds, self._expire, session)
+
     def hold(self, session: PageSession, seconds: float) -> None:
         """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
         thread paused on an interrupt comes back when its user has answered."""
