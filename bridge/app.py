@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from bridge.agui_endpoint import AguiEndpoint
-from bridge.config import LOOPBACK_HOSTS, Settings
+from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms
 from bridge.page_endpoints import PageEndpoints, origin_pattern
@@ -53,6 +53,7 @@ class Bridge:
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = replace(settings or Settings(), **overrides)
+        self.settings.check()
         self.hub = Hub(self.settings.hub_config())
         self.mcp = McpRooms(self.hub, self.settings)
         self.pages = PageEndpoints(self.hub, self.settings)
@@ -103,8 +104,8 @@ class Bridge:
         # AG-UI apps POST their runs cross-origin.
         middleware = [Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
                                  allow_methods=["GET", "POST"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
-        if s.loopback_only:
-            # A page on another site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) still
-            # sends its own Host header: refuse it, as the MCP endpoint does.
-            middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS)))
+        # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
+        # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
+        hosts = sorted({h.rsplit(":", 1)[0].strip("[]") for h in s.allowed_hosts})
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=hosts))
         return middleware

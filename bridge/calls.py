@@ -26,7 +26,8 @@ class Outcome:
 
     result: Any = None
     error: str | None = None
-    kind: str = "result"  # result | error | timeout | page_gone | cancelled | invalid_arguments
+    # result | error | timeout | page_gone | cancelled | invalid_arguments | too_many_calls | bad_answer | shutdown
+    kind: str = "result"
 
     @classmethod
     def failure(cls, kind: str, message: str) -> Outcome:
@@ -70,8 +71,9 @@ class CallTable:
         self._calls[call_id] = call
         return call
 
-    def in_flight(self, session_id: str | None = None) -> list[Call]:
-        return [c for c in self._calls.values() if session_id is None or c.session_id == session_id]
+    def in_flight(self, session_id: str | None = None, *, room: str | None = None) -> list[Call]:
+        return [c for c in self._calls.values()
+                if (session_id is None or c.session_id == session_id) and (room is None or c.room == room)]
 
     def settle(self, call_id: str, outcome: Outcome, *, session_id: str | None = None) -> bool:
         """Answer a call; False when it is unknown, already answered, or (given `session_id`) not that page's."""

@@ -13,19 +13,20 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
-import jsonschema
 from pydantic import ValidationError
-from referencing.exceptions import Unresolvable
 
+from bridge import schemas
 from bridge.messages import ToolDefinition, validation_summary
+from bridge.schemas import SchemaLimits
 from bridge.search import IndexedTool, ToolIndex
 
 MCP_NAME_MAX = 64
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe from it; see mcp_safe_name
 
 
 def mcp_safe_name(name: str) -> str:
@@ -100,15 +101,9 @@ class Tool:
     def _schema_errors(self, schema_field: str, instance: Any, whole: str) -> str | None:
         validator = self._validators.get(schema_field)
         if validator is None:
-            validator = self._validators[schema_field] = jsonschema.Draft202012Validator(
-                getattr(self.definition, schema_field))
-        try:
-            errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
-        except Unresolvable as exc:  # a $ref that points nowhere: nothing to check against
-            return f"the tool's {schema_field} cannot be used: {exc}"
-        if not errors:
-            return None
-        return "; ".join(f"{'/'.join(map(str, e.path)) or whole}: {e.message}" for e in errors[:5])
+            validator = self._validators[schema_field] = schemas.Validator(getattr(self.definition, schema_field))
+        problem = schemas.errors(validator, instance, whole)
+        return problem and problem.replace("the schema cannot", f"the tool's {schema_field} cannot")
 
     def indexed(self) -> IndexedTool:
         d = self.definition
@@ -116,32 +111,33 @@ class Tool:
                            app=self.app, input_schema=d.inputSchema)
 
 
-def check_definition(raw: dict[str, Any]) -> ToolDefinition:
+@dataclass(frozen=True)
+class DefinitionLimits:
+    description_max_chars: int = 8192
+    schema: SchemaLimits = SchemaLimits()
+
+
+def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) -> ToolDefinition:
     """Parse one tool definition a page sent; ValueError says what is wrong with it."""
     try:
         definition = ToolDefinition.model_validate(raw)
     except ValidationError as exc:
         raise ValueError(validation_summary(exc)) from None
+    if not TOOL_NAME.fullmatch(definition.name):
+        raise ValueError("name: a tool name has no control characters")
+    if len(definition.description) > limits.description_max_chars:
+        raise ValueError(f"description: {len(definition.description)} characters, over the limit of "
+                         f"{limits.description_max_chars}")
     for field_name in ("inputSchema", "outputSchema"):
         schema = getattr(definition, field_name)
         if schema is None:
             continue
         if schema.get("type") != "object":
             raise ValueError(f'{field_name} must be a JSON Schema with "type": "object" at its root')
-        problem = _schema_problem(json.dumps(schema, sort_keys=True))
+        problem = schemas.schema_problem(schema, limits.schema)
         if problem is not None:
-            raise ValueError(f"{field_name} is not a valid JSON Schema: {problem}")
+            raise ValueError(f"{field_name} is not a usable JSON Schema: {problem}")
     return definition
-
-
-@lru_cache(maxsize=4096)
-def _schema_problem(schema_json: str) -> str | None:
-    """Checking against the 2020-12 meta-schema costs ~1 ms; pages re-register the same schemas often."""
-    try:
-        jsonschema.Draft202012Validator.check_schema(json.loads(schema_json))
-    except jsonschema.SchemaError as exc:
-        return exc.message
-    return None
 
 
 @dataclass(frozen=True)
@@ -319,6 +315,15 @@ class Catalog:
     def __init__(self, policy: ListingPolicy) -> None:
         self.policy = policy
         self._rooms: dict[str, Room] = {}
+
+    def __len__(self) -> int:
+        return len(self._rooms)
+
+    def get(self, name: str) -> Room | None:
+        return self._rooms.get(name)
+
+    def forget(self, name: str) -> None:
+        self._rooms.pop(name, None)
 
     def room(self, name: str) -> Room:
         room = self._rooms.get(name)

@@ -9,7 +9,7 @@ import sys
 
 from bridge import __version__
 from bridge.catalog import ROOM_NAME
-from bridge.config import Settings, add_arguments, from_arguments
+from bridge.config import InsecureSettings, add_arguments, from_arguments
 from bridge.server import PortInUse, RunningServer, serve, serve_stdio
 
 EXIT_USAGE = 2
@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
             asyncio.run(serve_stdio(settings))
     except PortInUse as exc:
         print(f"agui-mcp-bridge: {exc.strerror}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except InsecureSettings as exc:
+        print(f"agui-mcp-bridge: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         pass

@@ -31,18 +31,47 @@ class Settings:
     search_tool_name: str = field(default="tool_search", metadata={"help": "name of the search meta-tool"})
     describe_tool_name: str = field(default="tool_describe", metadata={"help": "name of the describe meta-tool"})
     call_tool_name: str = field(default="call_tool", metadata={"help": "name of the call-through meta-tool"})
-    max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted"})
+    max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted, in bytes; a WebSocket frame over 4x this is closed with 1009"})
     allowed_origins: str = field(
         default="http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
         metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything; "
                           "'null' admits file:// pages)"})
     token: str = field(default="", metadata={"help": "when set, pages must send it in agui.hello"})
+    room_tokens: str = field(default="", metadata={"help": "room=token,… : the token a page must send to join that room (pairing); overrides --token for those rooms"})
+    agent_token: str = field(default="", metadata={"help": "when set, MCP clients must send 'Authorization: Bearer <token>'; required to listen beyond loopback"})
+    public_hosts: str = field(default="", metadata={"help": "comma-separated host names (with :port or :*) agents and pages use to reach the bridge, besides loopback"})
+    max_rooms: int = field(default=1000, metadata={"help": "most rooms at once; a room with no page and no agent is freed"})
+    idle_room_seconds: float = field(default=300.0, metadata={"help": "an agent-only room with no request for this long is freed"})
+    max_tools_per_page: int = field(default=1000, metadata={"help": "most tools one page may register"})
+    max_tools_per_room: int = field(default=10_000, metadata={"help": "most tools in one room"})
+    max_calls_per_page: int = field(default=100, metadata={"help": "most calls waiting for one page"})
+    max_calls_per_room: int = field(default=1000, metadata={"help": "most calls waiting in one room"})
+    max_description_chars: int = field(default=8192, metadata={"help": "longest tool description a page may register"})
+    max_schema_bytes: int = field(default=64 * 1024, metadata={"help": "largest input or output schema (JSON bytes)"})
+    max_schema_depth: int = field(default=32, metadata={"help": "deepest nesting of a schema"})
+    stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
     room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
 
     @property
     def loopback_only(self) -> bool:
         return self.host in LOOPBACK_HOSTS
+
+    @property
+    def allowed_hosts(self) -> list[str]:
+        """Host headers the bridge answers (DNS-rebinding defence), as `name:port` patterns."""
+        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        if not self.loopback_only and self.host not in ("0.0.0.0", "::"):
+            hosts.append(f"[{self.host}]:*" if ":" in self.host else f"{self.host}:*")
+        return hosts + [h.strip() if ":" in h else f"{h.strip()}:*" for h in self.public_hosts.split(",") if h.strip()]
+
+    def check(self) -> None:
+        """Refuse settings that would let anyone on the network drive users' browsers."""
+        if not self.loopback_only and not self.agent_token:
+            raise InsecureSettings(
+                f"refusing to listen on {self.host} without an agent token: anyone who can reach it could call "
+                "the tools of every page. Set --agent-token (or AGUI_BRIDGE_AGENT_TOKEN) and give it to your MCP "
+                "clients as 'Authorization: Bearer <token>', or listen on 127.0.0.1.")
 
     @property
     def public_url(self) -> str:
@@ -52,6 +81,10 @@ class Settings:
 
     def hub_config(self) -> HubConfig:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
+
+
+class InsecureSettings(ValueError):
+    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:

@@ -18,10 +18,12 @@ from typing import Any
 
 from bridge import messages
 from bridge.calls import CallTable, Outcome, ProgressSink
-from bridge.catalog import ROOM_NAME, Catalog, ListingPolicy, Room, Tool, check_definition, estimate_tokens
+from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition,
+                            estimate_tokens)
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route
+from bridge.schemas import SchemaLimits
 from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
@@ -44,6 +46,23 @@ class HubConfig:
     describe_tool_name: str = "tool_describe"
     call_tool_name: str = "call_tool"
     token: str = ""  # pages must present it in agui.hello when set
+    room_tokens: str = ""  # "room=token,…": the token a page must present to join that room
+    # Limits: each refused with a clear error to whoever exceeded it.
+    max_rooms: int = 1000
+    max_tools_per_page: int = 1000
+    max_tools_per_room: int = 10_000
+    max_calls_per_page: int = 100
+    max_calls_per_room: int = 1000
+    max_description_chars: int = 8192
+    max_schema_bytes: int = 64 * 1024
+    max_schema_depth: int = 32
+
+    def page_token(self, room: str) -> str:
+        for pair in self.room_tokens.split(","):
+            name, _, token = pair.partition("=")
+            if name.strip() == room and token:
+                return token.strip()
+        return self.token
 
 
 class Hub:
@@ -61,9 +80,36 @@ class Hub:
         ))
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
+        self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
+        self._definition_limits = DefinitionLimits(
+            description_max_chars=config.max_description_chars,
+            schema=SchemaLimits(max_bytes=config.max_schema_bytes, max_depth=config.max_schema_depth))
 
     def room(self, name: str) -> Room:
-        return self.catalog.room(name)
+        """The room by name, made on first use; `TooManyRooms` past `max_rooms`."""
+        room = self.catalog.get(name)
+        if room is None:
+            if len(self.catalog) >= self.config.max_rooms:
+                raise TooManyRooms(self.config.max_rooms)
+            room = self.catalog.room(name)
+        return room
+
+    def hold_room(self, name: str) -> Room:
+        """An agent edge serves this room: it stays while held, even with no page."""
+        room = self.room(name)
+        self._held[name] = self._held.get(name, 0) + 1
+        return room
+
+    def release_room(self, name: str) -> None:
+        self._held[name] -= 1
+        if not self._held[name]:
+            del self._held[name]
+        self._free_if_unused(name)
+
+    def _free_if_unused(self, name: str) -> None:
+        """A room with no page and no agent edge is forgotten, so rooms cannot pile up."""
+        if name not in self._held and not self.pages_in(name):
+            self.catalog.forget(name)
 
     def session(self, session_id: str) -> PageSession | None:
         return self.sessions.get(session_id)
@@ -98,10 +144,16 @@ class Hub:
 
     def hello(self, msg: Hello) -> tuple[PageSession, bool]:
         """Open or resume a page's session; the caller then owns connection number `session.connection`."""
-        if self.config.token and not secrets.compare_digest(msg.token or "", self.config.token):
-            raise ProtocolError("unauthorized", "This bridge needs a token in agui.hello.", reply_to=msg.id)
         if not ROOM_NAME.fullmatch(msg.room):
             raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
+        token = self.config.page_token(msg.room)
+        if token and not secrets.compare_digest((msg.token or "").encode(), token.encode()):
+            raise ProtocolError("unauthorized", f"Room {msg.room!r} needs its page token in agui.hello.",
+                                reply_to=msg.id)
+        try:
+            self.room(msg.room)
+        except TooManyRooms as exc:
+            raise ProtocolError("too_many_rooms", str(exc), reply_to=msg.id) from None
         known = self.sessions.get(msg.session_id or "")
         resumed = known is not None and known.room == msg.room
         if known is not None and resumed:
@@ -153,15 +205,6 @@ class Hub:
             session.expiry.cancel()
         session.expiry = asyncio.get_running_loop().call_later(seconds, self._expire, session)
 
-    def hold(self, session: PageSession, seconds: float) -> None:
-        """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
-        thread paused on an interrupt comes back when its user has answered."""
-        if session.closed or session.connected:
-            return
-        if session.expiry is not None:
-            session.expiry.cancel()
-        session.expiry = asyncio.get_running_loop().call_later(seconds, self._expire, session)
-
     def _expire(self, session: PageSession) -> None:
         session.expiry = None
         if not (session.connected and session.streaming):
@@ -177,6 +220,7 @@ class Hub:
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         log.info("page %s left room %s", session.id[:6], session.room)
+        self._free_if_unused(session.room)
 
     def shutdown(self) -> None:
         """The bridge is stopping: every call in flight ends now with an error the agent reads,
@@ -219,8 +263,10 @@ class Hub:
     async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
         # Checking JSON Schemas costs ~1 ms a tool: done in a thread so a page bringing hundreds of
         # tools does not stall the loop; the catalog then takes them in slices for the same reason.
-        definitions, errors = await asyncio.to_thread(_check_definitions, msg.tools)
+        definitions, errors = await asyncio.to_thread(_check_definitions, msg.tools, self._definition_limits)
         room, tools = self.room(session.room), []
+        definitions, refused = self._within_tool_limits(session, room, definitions)
+        errors += refused
         for start in range(0, len(definitions), REGISTER_SLICE):
             if session.closed:  # the page went away meanwhile: what it registered went with it
                 room.unregister(session.id)
@@ -233,6 +279,26 @@ class Hub:
                                 tool=name if isinstance(name, str) else None, reply_to=msg.id).to_message()
                   for name, problem in errors)]
 
+    def _within_tool_limits(self, session: PageSession, room: Room, definitions: list[ToolDefinition]
+                            ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
+        """The definitions that fit the per-page and per-room limits; the rest, with the reason."""
+        known = {t.page_name for t in room.tools_of(session.id)}
+        page_room = self.config.max_tools_per_page - len(known)
+        room_room = self.config.max_tools_per_room - len(room)
+        kept, refused = [], []
+        for definition in definitions:
+            if definition.name not in known:  # a replacement costs nothing
+                if page_room <= 0 or room_room <= 0:
+                    limit = (f"this page has {self.config.max_tools_per_page} tools, the most a page may have"
+                             if page_room <= 0 else
+                             f"room {room.name!r} has {self.config.max_tools_per_room} tools, the most a room may have")
+                    refused.append((definition.name, limit))
+                    continue
+                known.add(definition.name)
+                page_room, room_room = page_room - 1, room_room - 1
+            kept.append(definition)
+        return kept, refused
+
     # --- agents ----------------------------------------------------------------------------
 
     def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: str) -> Route:
@@ -243,6 +309,29 @@ class Hub:
                        f"this bridge (the demo is at {pages_url}) and try again.")
         return self.meta.route(self.room(room), name, arguments, no_page)
 
+    def _too_busy(self, session: PageSession) -> str | None:
+        waiting = self.calls.in_flight(room=session.room)
+        if len(waiting) >= self.config.max_calls_per_room:
+            return (f"Room {session.room!r} already has {len(waiting)} calls waiting, the most it may have; "
+                    "try again when some are answered.")
+        mine = sum(1 for c in waiting if c.session_id == session.id)
+        if mine >= self.config.max_calls_per_page:
+            return (f"The page already has {mine} calls waiting, the most a page may have; try again when some "
+                    "are answered.")
+        return None
+
+    def unreadable_answer(self, session: PageSession, call_id: str | None, problem: str) -> str | None:
+        """The page sent a frame the bridge cannot take (too large, not JSON). When it names a call, or
+        the page has exactly one call waiting, that call ends now with `problem` rather than waiting
+        for a timeout. Returns the call ended, if any."""
+        if call_id is None:
+            waiting = self.calls.in_flight(session.id)
+            if len(waiting) != 1:
+                return None
+            call_id = waiting[0].call_id
+        settled = self.calls.settle(call_id, Outcome.failure("bad_answer", problem), session_id=session.id)
+        return call_id if settled else None
+
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_progress: ProgressSink | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first."""
@@ -252,6 +341,9 @@ class Hub:
         session = self.sessions.get(tool.session_id)
         if session is None:
             return Outcome.failure("page_gone", PAGE_GONE)
+        busy = self._too_busy(session)
+        if busy is not None:
+            return Outcome.failure("too_many_calls", busy)
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
                                on_progress=on_progress)
         session.push(messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id))
@@ -273,16 +365,23 @@ class Hub:
         return outcome
 
 
+class TooManyRooms(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The bridge serves at most {limit} rooms at once and all are in use; try again when a "
+                         "room has emptied, or start it with a higher --max-rooms.")
+
+
 def _unknown_call(msg: ToolReturn | ToolProgress) -> ProtocolError:
     return ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page (unknown, already "
                          "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 
 
-def _check_definitions(raw_tools: list[Any]) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
+def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
+                       ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
     definitions, errors = [], []
     for raw in raw_tools:
         try:
-            definitions.append(check_definition(raw))
+            definitions.append(check_definition(raw, limits))
         except ValueError as exc:
             errors.append((raw.get("name") if isinstance(raw, dict) else None, str(exc)))
     return definitions, errors

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -34,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
@@ -41,7 +44,7 @@ from bridge import __version__
 from bridge.calls import MonotonicProgress
 from bridge.catalog import ROOM_NAME, Room, Tool
 from bridge.config import Settings
-from bridge.hub import Hub
+from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.results import error_result, to_call_tool_result
@@ -198,62 +201,115 @@ def _offer(stream: Any, item: Any) -> None:
         pass  # progress is advisory: a flood or a finished call drops it
 
 
+@dataclass(eq=False)
+class _ServedRoom:
+    server: RoomServer
+    manager: StreamableHTTPSessionManager
+    stop: anyio.CancelScope
+    requests: int = 0  # in progress, including agents' open notification streams
+    last_used: float = 0.0
+
+
 class McpRooms:
     """Streamable HTTP for every room: `/mcp` is the default room, `/rooms/{room}/mcp` any other.
 
-    Each room's session manager runs in the host app's lifespan task group, started on first use.
+    Each room's session manager runs in the host app's lifespan task group, started on first use
+    and stopped when the room has had no page and no request for `idle_room_seconds` (a
+    handshake-era client of a freed room is told its session is gone and starts a new one).
     """
 
     def __init__(self, hub: Hub, settings: Settings) -> None:
         self.hub, self.settings = hub, settings
         self._servers: dict[str, RoomServer] = {}
-        self._managers: dict[str, StreamableHTTPSessionManager] = {}
+        self._served: dict[str, _ServedRoom] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lock = anyio.Lock()
+        # On every address: a page on another site whose name an attacker re-points at the bridge
+        # (DNS rebinding) still sends its own Host and Origin.
         self.security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        ) if settings.loopback_only else None
+            allowed_hosts=settings.allowed_hosts,
+            allowed_origins=[f"{scheme}://{host}" for host in settings.allowed_hosts for scheme in ("http", "https")],
+        )
 
     def server(self, room: str) -> RoomServer:
+        """The room's MCP server; it holds the room until the room is freed."""
         if room not in self._servers:
-            self._servers[room] = RoomServer(self.hub, self.hub.room(room), self.settings)
+            self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings)
         return self._servers[room]
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
+            tg.start_soon(self._free_idle_rooms)
             try:
                 yield
             finally:
                 self._task_group = None
                 tg.cancel_scope.cancel()
 
-    async def _manager(self, room: str) -> StreamableHTTPSessionManager:
+    async def _served_room(self, room: str) -> _ServedRoom:
         async with self._lock:
-            manager = self._managers.get(room)
-            if manager is None:
+            served = self._served.get(room)
+            if served is None:
                 if self._task_group is None:
                     raise LifespanNotEntered()
                 manager = StreamableHTTPSessionManager(self.server(room).server, security_settings=self.security)
-                await self._task_group.start(_run_manager, manager)
-                self._managers[room] = manager
-            return manager
+                stop = await self._task_group.start(_run_manager, manager)
+                served = self._served[room] = _ServedRoom(self._servers[room], manager, stop)
+            return served
+
+    async def _free_idle_rooms(self) -> None:
+        idle = self.settings.idle_room_seconds
+        while True:
+            await anyio.sleep(max(idle / 4, 0.05))
+            now = anyio.current_time()
+            for name, served in list(self._served.items()):
+                if (name != "default" and not served.requests and now - served.last_used > idle
+                        and not self.hub.pages_in(name)):
+                    del self._served[name], self._servers[name]
+                    served.stop.cancel()
+                    served.server.unsubscribe()
+                    self.hub.release_room(name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         room = scope.get("path_params", {}).get("room", "default")
-        if not ROOM_NAME.fullmatch(room):
-            await PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)(scope, receive, send)
+        refusal = self._refusal(scope, room)
+        if refusal is None:
+            try:
+                served = await self._served_room(room)
+            except LifespanNotEntered as exc:
+                log.error("%s", exc)
+                refusal = PlainTextResponse(str(exc), 503)
+            except TooManyRooms as exc:
+                refusal = PlainTextResponse(str(exc), 503)
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
+        served.requests += 1
         try:
-            manager = await self._manager(room)
-        except LifespanNotEntered as exc:
-            log.error("%s", exc)
-            await PlainTextResponse(str(exc), 503)(scope, receive, send)
-            return
-        await manager.handle_request(scope, receive, send)
+            await served.manager.handle_request(scope, receive, send)
+        finally:
+            served.requests -= 1
+            served.last_used = anyio.current_time()
+
+    def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
+        if not ROOM_NAME.fullmatch(room):
+            return PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)
+        if not bearer_token_ok(scope, self.settings.agent_token):
+            return PlainTextResponse("This bridge needs 'Authorization: Bearer <agent token>'.", 401,
+                                     headers={"WWW-Authenticate": 'Bearer realm="agui-mcp-bridge"'})
+        return None
+
+
+def bearer_token_ok(scope: Scope, token: str) -> bool:
+    """No token set, or the request presents it (compared in constant time)."""
+    if not token:
+        return True
+    presented = Headers(scope=scope).get("authorization", "")
+    scheme, _, value = presented.partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(value.strip().encode(), token.encode())
 
 
 class LifespanNotEntered(RuntimeError):
@@ -268,6 +324,7 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 
 async def _run_manager(manager: StreamableHTTPSessionManager, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
-    async with manager.run():
-        task_status.started()
-        await anyio.sleep_forever()
+    with anyio.CancelScope() as stop:
+        async with manager.run():
+            task_status.started(stop)
+            await anyio.sleep_forever()

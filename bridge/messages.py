@@ -8,6 +8,7 @@ frame into a model or raises `ProtocolError` with the code the page will see.
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -113,10 +114,14 @@ PAGE_MESSAGE_TYPES = ("agui.hello", "agui.tools.register", "agui.tools.unregiste
                       "agui.tool.progress")
 
 
+def _non_finite(constant: str) -> None:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
 def parse_page_message(text: str) -> Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress:
     try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        raw = json.loads(text, parse_constant=_non_finite)
+    except (ValueError, RecursionError) as exc:  # ValueError covers integers too long to convert
         raise ProtocolError("bad_json", f"Not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise ProtocolError("bad_message", "A message must be a JSON object with a 'type'.")
@@ -129,6 +134,19 @@ def parse_page_message(text: str) -> Hello | RegisterTools | UnregisterTools | T
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or '(message)'}: {e['msg']}" for e in exc.errors())
         raise ProtocolError("bad_message", f"Invalid {kind}: {problems}", reply_to=reply_to) from None
+
+
+_CALL_ID = re.compile(r'"call_id"\s*:\s*"([^"\\]{1,100})"')
+
+
+def call_id_in(text: str) -> str | None:
+    """The call a frame names, found without parsing it (it may be too large or not JSON)."""
+    found = _CALL_ID.search(text)
+    return found.group(1) if found else None
+
+
+def looks_like_return(text: str) -> bool:
+    return '"agui.tool.return"' in text
 
 
 def validation_summary(exc: ValidationError) -> str:

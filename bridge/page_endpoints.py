@@ -17,7 +17,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from bridge.config import Settings
 from bridge.hub import Hub
-from bridge.messages import Hello, ProtocolError, parse_page_message, welcome
+from bridge.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
 from bridge.sessions import PageSession
 
 log = logging.getLogger("bridge.pages")
@@ -74,11 +74,12 @@ class PageEndpoints:
                     close_code = frame.get("code", 1006)
                     break
                 text = frame.get("text")
+                size = len(text.encode()) if text is not None else len(frame.get("bytes") or b"")
                 if text is None:
                     text = (frame.get("bytes") or b"").decode("utf-8", "replace")
                 try:
-                    if len(text) > self.settings.max_message_bytes:
-                        raise ProtocolError("too_large", f"Message of {len(text)} characters exceeds the limit of "
+                    if size > self.settings.max_message_bytes:
+                        raise ProtocolError("too_large", f"The message was {size} bytes, over the limit of "
                                             f"{self.settings.max_message_bytes}.")
                     msg = parse_page_message(text)
                     if isinstance(msg, Hello):
@@ -96,6 +97,11 @@ class PageEndpoints:
                         for reply in await self.hub.handle(session, msg):
                             await self._send(ws, reply)
                 except ProtocolError as exc:
+                    if session is not None and exc.code in ("too_large", "bad_json") and looks_like_return(text):
+                        # Never silence: the call this answer was for ends now, with the reason.
+                        ended = self.hub.unreadable_answer(session, call_id_in(text),
+                                                           f"The page's answer could not be taken: {exc.message}")
+                        exc.fields.setdefault("call_id", ended)
                     await self._send(ws, exc.to_message())
         except WebSocketDisconnect as exc:
             close_code = exc.code
@@ -123,6 +129,10 @@ class PageEndpoints:
             log.debug("page socket closed before a reply could be sent")
 
     async def events(self, request: Request):
+        origin = request.headers.get("origin")
+        if not self.origin_allowed(origin):
+            return JSONResponse({"type": "agui.error", "code": "forbidden_origin",
+                                 "message": f"Origin {origin} may not connect."}, 403)
         session = self.hub.session(request.query_params.get("session", ""))
         if session is None:
             return JSONResponse({"type": "agui.error", "code": "unknown_session",
@@ -136,4 +146,7 @@ class PageEndpoints:
             async for event in self.hub.events(session, last_event_id):
                 yield ServerSentEvent(data=json.dumps(event.data), event=event.name, id=str(event.id))
 
-        return EventSourceResponse(stream(), ping=self.settings.sse_ping, headers={"Cache-Control": "no-store"})
+        # A page that stops reading would hold its events in the socket forever: past the send
+        # timeout the stream closes, and the page's EventSource resumes from its Last-Event-ID.
+        return EventSourceResponse(stream(), ping=self.settings.sse_ping, send_timeout=self.settings.stream_send_timeout,
+                                   headers={"Cache-Control": "no-store"})

@@ -27,7 +27,10 @@ LOG_CONFIG = {
                 "uvicorn.access": {"handlers": ["stderr"], "propagate": False},
                 "bridge": {"handlers": ["stderr"], "propagate": False}},
 }
-WS_FRAME_MAX = 16 << 20  # the WebSocket layer's own cap; the bridge's --max-message-bytes refuses earlier
+# The WebSocket layer closes a connection (1009) whose frame passes 4x --max-message-bytes; below
+# that the bridge reads the frame and answers `too_large`, ending the call it answered.
+WS_FRAME_CAP_FACTOR = 4
+SHUTDOWN_FLUSH_SECONDS = 0.2
 
 
 class PortInUse(OSError):
@@ -56,8 +59,14 @@ class _Server(uvicorn.Server):
         self._bridge = bridge
 
     def handle_exit(self, sig: int, frame: object) -> None:
+        # A signal handler runs between two bytecodes: wake the loop to do the work on it.
+        asyncio.get_running_loop().call_soon_threadsafe(self._answer_then_exit, sig, frame)
+
+    def _answer_then_exit(self, sig: int, frame: object) -> None:
         self._bridge.shutdown()
-        super().handle_exit(sig, frame)  # type: ignore[arg-type]
+        # A moment for the answers and the pages' cancels to go out before streams are cut.
+        asyncio.get_running_loop().call_later(
+            SHUTDOWN_FLUSH_SECONDS, lambda: uvicorn.Server.handle_exit(self, sig, frame))  # type: ignore[arg-type]
 
 
 class RunningServer:
@@ -70,7 +79,7 @@ class RunningServer:
         # No permessage-deflate: pages send small JSON, and each compressor costs ~50 KB a page.
         # Pings find a page whose machine vanished without closing its socket.
         config = uvicorn.Config(bridge, log_config=LOG_CONFIG, log_level=s.log_level, access_log=False,
-                                ws_max_size=WS_FRAME_MAX, ws_per_message_deflate=False, ws_ping_interval=10,
+                                ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False, ws_ping_interval=10,
                                 ws_ping_timeout=10, timeout_graceful_shutdown=3)
         self.uvicorn = _Server(config, bridge)
         self._sock = sock

@@ -90,7 +90,7 @@ def test_reregistering_replaces_the_definition_and_keeps_the_name():
 
 @pytest.mark.parametrize("raw, problem", [
     ({"name": "x", "inputSchema": {"type": "array"}}, '"type": "object"'),
-    ({"name": "x", "inputSchema": {"type": "object", "properties": {"a": {"type": 3}}}}, "not a valid JSON Schema"),
+    ({"name": "x", "inputSchema": {"type": "object", "properties": {"a": {"type": 3}}}}, "not a usable JSON Schema"),
     ({"name": "x" * 129}, "at most 128"),
     ({"description": "no name"}, "name"),
 ])
