@@ -24,7 +24,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
@@ -32,7 +32,8 @@ from starlette.types import Receive, Scope, Send
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings
 from bridge.hub import Hub
-from bridge.mcp_adapter import McpRooms
+from bridge.mcp_adapter import McpRooms, bearer_token_ok
+from bridge.metrics import BridgeMetrics
 from bridge.page_endpoints import PageEndpoints, origin_pattern
 
 
@@ -58,6 +59,7 @@ class Bridge:
         self.mcp = McpRooms(self.hub, self.settings)
         self.pages = PageEndpoints(self.hub, self.settings)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
+        self.metrics = BridgeMetrics(self.hub)
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
 
     @asynccontextmanager
@@ -78,7 +80,24 @@ class Bridge:
 
     def _routes(self) -> list[Any]:
         async def api_state(request: Request) -> JSONResponse:
-            return JSONResponse(self.hub.state())
+            state = self.hub.state()
+            for room in state["rooms"]:
+                room["agents"] = self.mcp.agents(room["name"])
+            return JSONResponse(state)
+
+        async def cancel_call(request: Request) -> Response:
+            """The dashboard's cancel button: an operator ends a call the page is not answering."""
+            refusal = self._operator_refusal(request)
+            if refusal is not None:
+                return refusal
+            if self.hub.cancel_call(request.path_params["call_id"]):
+                return JSONResponse({"cancelled": True})
+            return JSONResponse({"cancelled": False, "message": "No such call in flight."}, 404)
+
+        async def metrics(request: Request) -> Response:
+            if not bearer_token_ok(request.scope, self.settings.agent_token):
+                return PlainTextResponse("Metrics need 'Authorization: Bearer <agent token>'.", 401)
+            return await self.metrics.endpoint(request)
 
         def page(name: str):
             async def endpoint(request: Request) -> FileResponse:
@@ -93,10 +112,20 @@ class Bridge:
             Route("/mcp", self.mcp),
             Route("/rooms/{room}/mcp", self.mcp),
             Route("/api/state", api_state),
+            Route("/api/calls/{call_id}/cancel", cancel_call, methods=["POST"]),
+            Route("/metrics", metrics),
             Route("/", page("demo.html")),
             Route("/dashboard", page("dashboard.html")),
             Mount("/client", StaticFiles(directory=WEB_CLIENT, check_dir=False)),
         ]
+
+    def _operator_refusal(self, request: Request) -> Response | None:
+        # A POST from another site's page (CSRF) carries its Origin; the agent token, when set, is needed too.
+        if not self.pages.origin_allowed(request.headers.get("origin")):
+            return PlainTextResponse("Forbidden origin.", 403)
+        if not bearer_token_ok(request.scope, self.settings.agent_token):
+            return PlainTextResponse("This needs 'Authorization: Bearer <agent token>'.", 401)
+        return None
 
     def _middleware(self) -> list[Middleware]:
         s = self.settings

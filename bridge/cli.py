@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import logging.config
 import sys
 
 from bridge import __version__
 from bridge.catalog import ROOM_NAME
 from bridge.config import InsecureSettings, add_arguments, from_arguments
-from bridge.server import PortInUse, RunningServer, serve, serve_stdio
+from bridge.server import PortInUse, RunningServer, log_config, serve, serve_stdio
 
 EXIT_USAGE = 2
 
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> None:
     settings = from_arguments(args)
     if not ROOM_NAME.fullmatch(settings.room):
         parser.error(f"--room {settings.room!r}: a room name is 1 to 64 letters, digits, '_' or '-'")
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper())
+    logging.config.dictConfig(log_config(settings.log_json))
+    logging.getLogger().setLevel(settings.log_level.upper())
     try:
         if args.command == "serve":
             asyncio.run(serve(settings, ready=_announce))

@@ -52,6 +52,7 @@ class Settings:
     stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
     room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
+    log_json: bool = field(default=False, metadata={"help": "write logs as one JSON object a line (for log shippers)"})
 
     @property
     def loopback_only(self) -> bool:
@@ -93,16 +94,21 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         if command not in f.metadata.get("commands", (command,)):
             continue
         env = ENV_PREFIX + f.name.upper()
-        default = os.environ.get(env, f.default)
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=type(f.default), default=default,
+        default = _convert(f.default, os.environ.get(env, f.default))
+        kind: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if isinstance(f.default, bool)
+                                else {"type": type(f.default)})
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=default, **kind,
                             help=f"{f.metadata['help']} (env {env}; default {f.default!r})")
 
 
 def from_arguments(namespace: argparse.Namespace, **overrides: Any) -> Settings:
     values = {f.name: getattr(namespace, f.name, f.default) for f in fields(Settings)} | overrides
     # Environment values arrive as strings; argparse only converts the ones given as flags.
-    return Settings(**{f.name: _kind(f.default)(values[f.name]) for f in fields(Settings)})
+    return Settings(**{f.name: _convert(f.default, values[f.name]) for f in fields(Settings)})
 
 
-def _kind(default: Any) -> type:
-    return type(default)
+def _convert(default: Any, value: Any) -> Any:
+    """A flag's or environment variable's value, as the type of the setting's default."""
+    if isinstance(default, bool) and isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return type(default)(value)

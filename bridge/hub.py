@@ -12,9 +12,10 @@ import asyncio
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from bridge import messages
 from bridge.calls import CallTable, Outcome, ProgressSink
@@ -22,15 +23,31 @@ from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy,
                             estimate_tokens)
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
-from bridge.meta_tools import MetaToolNames, MetaTools, Route
+from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
 from bridge.schemas import SchemaLimits
 from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
 
 REGISTER_SLICE = 50
+OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
 SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
+
+
+REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
+
+
+class HubObserver(Protocol):
+    """Told what happens, for metrics; called on the loop, so it must not block."""
+
+    def call_started(self, room: str) -> None: ...
+
+    def call_finished(self, room: str, outcome: str, seconds: float) -> None: ...
+
+    def searched(self, room: str, seconds: float) -> None: ...
+
+    def stream_resumed(self, room: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,8 @@ class Hub:
         ))
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
+        self.observers: list[HubObserver] = []
+        self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
         self._definition_limits = DefinitionLimits(
             description_max_chars=config.max_description_chars,
@@ -138,7 +157,7 @@ class Hub:
             rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
                           "deferred": listing.deferred, "pages": pages})
         return {"rooms": rooms, "calls": [c.summary(now) for c in self.calls.in_flight()],
-                "recent": list(self.calls.recent)}
+                "recent": list(self.calls.recent), "refused": list(self.refused)}
 
     # --- pages -----------------------------------------------------------------------------
 
@@ -185,6 +204,10 @@ class Hub:
         if session.connected and session.expiry is not None:
             session.expiry.cancel()
             session.expiry = None
+        if last_event_id is not None or session.streamed:
+            for observer in self.observers:
+                observer.stream_resumed(session.room)
+        session.streamed = True
         try:
             async for event in session.stream(last_event_id):
                 yield event
@@ -307,7 +330,14 @@ class Hub:
         if not self.pages_in(room):
             no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
                        f"this bridge (the demo is at {pages_url}) and try again.")
-        return self.meta.route(self.room(room), name, arguments, no_page)
+        started = time.monotonic()
+        route = self.meta.route(self.room(room), name, arguments, no_page)
+        if name == self.meta.names.search:
+            for observer in self.observers:
+                observer.searched(room, time.monotonic() - started)
+        elif isinstance(route, UnknownTool):
+            self.refused.appendleft({"room": room, "tool": name, "reason": route.message, "at": time.time()})
+        return route
 
     def _too_busy(self, session: PageSession) -> str | None:
         waiting = self.calls.in_flight(room=session.room)
@@ -335,6 +365,39 @@ class Hub:
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_progress: ProgressSink | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first."""
+        started = time.monotonic()
+        page = self.sessions.get(tool.session_id)
+        for observer in self.observers:
+            observer.call_started(page.room if page else "")
+        outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
+        try:
+            outcome = await self._call(tool, arguments, mcp_request_id, on_progress)
+            return outcome
+        finally:
+            self._finished(page.room if page else "", tool.key, tool.session_id, outcome, time.monotonic() - started)
+
+    def cancel_call(self, call_id: str) -> bool:
+        """An operator ends a call from the dashboard: the agent reads why, the page is told."""
+        call = next((c for c in self.calls.in_flight() if c.call_id == call_id), None)
+        if call is None or not self.calls.settle(call_id, Outcome.failure("cancelled", OPERATOR_CANCELLED)):
+            return False
+        session = self.sessions.get(call.session_id)
+        if session is not None:
+            session.push(messages.tool_cancel(call_id, "cancelled by an operator"))
+        return True
+
+    def _finished(self, room: str, tool: str, session_id: str, outcome: Outcome, seconds: float) -> None:
+        """One log line per call, the observers told, and refusals kept for the dashboard."""
+        log.info("call room=%s tool=%s page=%s outcome=%s duration=%.3fs", room, tool, session_id[:6], outcome.kind,
+                 seconds, extra={"room": room, "tool": tool, "page": session_id[:6], "outcome": outcome.kind,
+                                 "duration_s": round(seconds, 6)})
+        if outcome.kind in REFUSALS:
+            self.refused.appendleft({"room": room, "tool": tool, "reason": outcome.error, "at": time.time()})
+        for observer in self.observers:
+            observer.call_finished(room, outcome.kind, seconds)
+
+    async def _call(self, tool: Tool, arguments: dict[str, Any], mcp_request_id: Any,
+                    on_progress: ProgressSink | None) -> Outcome:
         problem = tool.argument_errors(arguments)
         if problem is not None:
             return Outcome.failure("invalid_arguments", f"Invalid arguments for {tool.key}: {problem}")

@@ -35,6 +35,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
@@ -50,6 +52,7 @@ from bridge.meta_tools import Invoke, UnknownTool
 from bridge.results import error_result, to_call_tool_result
 
 log = logging.getLogger("bridge.mcp")
+_tracer = trace.get_tracer("agui-mcp-bridge")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
 NOTIFY_TIMEOUT = 1.0
@@ -72,7 +75,7 @@ class RoomServer:
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
         # closed session silently, so a stale entry costs only memory, which the bound caps.
-        self._legacy_sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        self.legacy_sessions: OrderedDict[str, ServerSession] = OrderedDict()
         self._notified = room.listing().fingerprint
         self._notify_task: asyncio.Task[None] | None = None
         self._cached: tuple[str, list[types.Tool]] | None = None
@@ -108,10 +111,10 @@ class RoomServer:
         # Over HTTP the `initialize` POST has no session id yet; the client's next message has.
         key = ctx.request.headers.get("mcp-session-id") if ctx.request is not None else ""
         if key is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy_sessions[key] = ctx.session
-            self._legacy_sessions.move_to_end(key)
-            if len(self._legacy_sessions) > LEGACY_SESSIONS_MAX:
-                self._legacy_sessions.popitem(last=False)
+            self.legacy_sessions[key] = ctx.session
+            self.legacy_sessions.move_to_end(key)
+            if len(self.legacy_sessions) > LEGACY_SESSIONS_MAX:
+                self.legacy_sessions.popitem(last=False)
         return await call_next(ctx)
 
     def _instructions(self) -> str:
@@ -137,7 +140,7 @@ class RoomServer:
         # starts no second task while this one runs.
         while (fingerprint := self.room.listing().fingerprint) != self._notified:
             self._notified = fingerprint
-            for session in list(self._legacy_sessions.values()):
+            for session in list(self.legacy_sessions.values()):
                 with anyio.move_on_after(NOTIFY_TIMEOUT):  # one stuck client must not hold up the rest
                     await session.send_tool_list_changed()
             await self._bus.publish(ToolsListChanged())
@@ -158,21 +161,33 @@ class RoomServer:
         return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
     async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
-        send_progress, receive_progress = anyio.create_memory_object_stream[
-            tuple[float, float | None, str | None]](64)
-        with send_progress, receive_progress:
-            async with anyio.create_task_group() as tg:
-                if progress_token_from_params(ctx.params) is not None:
-                    tg.start_soon(self._relay_progress, ctx, receive_progress)
-                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
-                                              on_progress=lambda *p: _offer(send_progress, p))
-                tg.cancel_scope.cancel()
+        # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
+        with _tracer.start_as_current_span("agui.tool.call", attributes={
+                "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]}) as span:
+            if progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id)
+            else:
+                outcome = await self._call_relaying_progress(ctx, tool, arguments)
+            span.set_attribute("agui.outcome", outcome.kind)
+            if outcome.error is not None:
+                span.set_status(StatusCode.ERROR, outcome.kind)
         result = to_call_tool_result(outcome,
                                      structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
         problem = tool.result_errors(result)
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
         return self._result(ctx, result)
+
+    async def _call_relaying_progress(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
+        send_progress, receive_progress = anyio.create_memory_object_stream[
+            tuple[float, float | None, str | None]](64)
+        with send_progress, receive_progress:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._relay_progress, ctx, receive_progress)
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
+                                              on_progress=lambda *p: _offer(send_progress, p))
+                tg.cancel_scope.cancel()
+        return outcome
 
     async def _relay_progress(self, ctx: ServerRequestContext, page_progress) -> None:
         """Forward the page's progress, and tick while it is quiet so clients with request timeouts keep waiting."""
@@ -231,6 +246,12 @@ class McpRooms:
             allowed_hosts=settings.allowed_hosts,
             allowed_origins=[f"{scheme}://{host}" for host in settings.allowed_hosts for scheme in ("http", "https")],
         )
+
+    def agents(self, room: str) -> dict[str, int]:
+        """Who is connected to a room's MCP endpoint, as far as the transport shows it."""
+        served, server = self._served.get(room), self._servers.get(room)
+        return {"requests_open": served.requests if served else 0,
+                "handshake_sessions_seen": len(server.legacy_sessions) if server else 0}
 
     def server(self, room: str) -> RoomServer:
         """The room's MCP server; it holds the room until the room is freed."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
+import logging
 import socket
 from collections.abc import Callable
 
@@ -17,16 +19,33 @@ import uvicorn
 from bridge.app import Bridge
 from bridge.config import Settings
 
-# Everything uvicorn says goes to stderr: in stdio mode stdout belongs to MCP alone.
-LOG_CONFIG = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}},
-    "loggers": {"uvicorn": {"handlers": ["stderr"], "propagate": False},
-                "uvicorn.access": {"handlers": ["stderr"], "propagate": False},
-                "bridge": {"handlers": ["stderr"], "propagate": False}},
-}
+CALL_FIELDS = ("room", "tool", "page", "outcome", "duration_s")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line; a call's line carries its fields (see `Hub._finished`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                 "message": record.getMessage()}
+        entry |= {name: getattr(record, name) for name in CALL_FIELDS if hasattr(record, name)}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def log_config(as_json: bool) -> dict:
+    """Everything goes to stderr: in stdio mode stdout belongs to MCP alone."""
+    formatter = {"()": JsonFormatter} if as_json else {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
+    handler = {"handlers": ["stderr"], "propagate": False}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"line": formatter},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "line"}},
+        "loggers": {"uvicorn": handler, "uvicorn.access": handler, "bridge": handler},
+        "root": {"handlers": ["stderr"]},  # the libraries' own loggers (mcp, sse_starlette) alike
+    }
 # The WebSocket layer closes a connection (1009) whose frame passes 4x --max-message-bytes; below
 # that the bridge reads the frame and answers `too_large`, ending the call it answered.
 WS_FRAME_CAP_FACTOR = 4
@@ -78,7 +97,7 @@ class RunningServer:
         s = bridge.settings
         # No permessage-deflate: pages send small JSON, and each compressor costs ~50 KB a page.
         # Pings find a page whose machine vanished without closing its socket.
-        config = uvicorn.Config(bridge, log_config=LOG_CONFIG, log_level=s.log_level, access_log=False,
+        config = uvicorn.Config(bridge, log_config=log_config(s.log_json), log_level=s.log_level, access_log=False,
                                 ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False, ws_ping_interval=10,
                                 ws_ping_timeout=10, timeout_graceful_shutdown=3)
         self.uvicorn = _Server(config, bridge)

@@ -37,6 +37,7 @@ class PageSession:
         self.connected = False
         self.expiry: asyncio.TimerHandle | None = None
         self.closed = False
+        self.streamed = False  # an event stream was opened once: a later one is a reconnect
         self._events: dict[int, PageEvent] = {}  # by id; insertion order is id order
         self._invocations: dict[str, int] = {}  # call_id -> its invocation's event id, while the call waits
         self._others: deque[int] = deque()  # ids of the other events, oldest first

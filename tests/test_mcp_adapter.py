@@ -28,7 +28,7 @@ async def test_a_change_made_while_notifying_is_notified_too():
     room = hub.room("default")
     server = RoomServer(hub, room, Settings())
     session = SlowSession()
-    server._legacy_sessions["s"] = session
+    server.legacy_sessions["s"] = session
 
     room.register("S", None, [check_definition({"name": "first"})])
     await asyncio.sleep(0.01)  # the notifier is now waiting on the slow session
@@ -46,7 +46,7 @@ async def test_changes_in_one_tick_notify_once_and_no_change_notifies_nothing():
     server = RoomServer(hub, room, Settings())
     session = SlowSession()
     session.release.set()
-    server._legacy_sessions["s"] = session
+    server.legacy_sessions["s"] = session
 
     for name in ("a", "b", "c"):
         room.register("S", None, [check_definition({"name": name})])
