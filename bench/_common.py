@@ -57,7 +57,18 @@ def machine() -> str:
         pass
     versions = " ".join(f"{p} {_version(p)}" for p in ("mcp", "uvicorn", "starlette", "websockets", "httpx"))
     return (f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; nproc {os.cpu_count()}, {model}; "
-            f"Python {platform.python_version()}; {versions}")
+            f"Python {platform.python_version()}; {versions}; bridge at {_commit()}")
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "bridge"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return f"{head or '?'}{' + uncommitted bridge/ changes' if dirty else ''}"
 
 
 def _version(package: str) -> str:

@@ -15,6 +15,7 @@ per call (read from /proc, less sensitive to noise than wall time).
     python bench/roundtrip.py --bridge-arg=--log-level=warning    # any flag of `agui-mcp-bridge serve`
     python bench/roundtrip.py --bridge-src /tmp/variant           # a scratch copy of the bridge package
     python bench/roundtrip.py --profile /tmp/rt   # bridge and floor under py-spy (pip install py-spy)
+    python bench/roundtrip.py --compare /tmp/a,/tmp/b --pairs 8 --calls 300    # CPU A/B of bridge copies
 
 Needs only the project's dependencies; `--profile` needs py-spy.
 """
@@ -117,7 +118,7 @@ def short(frame: str) -> str:
 
 ROOT_FRAMES = ("<module>", "main (", "run (asyncio", "Runner.run", "BaseEventLoop.run", "BaseEventLoop._run_once",
                "Handle._run", "TaskHandle._run_coro", "serve (", "Server.serve", "_run (", "floor_main", "Server.run (",
-               "run (uvicorn")
+               "run (uvicorn", "_run_code", "_run_module_as_main")
 
 
 def per_call(raw: Path, cpu_us_per_call: float) -> tuple[Counter, Counter]:
@@ -193,6 +194,51 @@ async def profile(args) -> None:
     print(summarize(out["bridge"], out["floor"], user["bridge"] / calls * 1e6, user["floor"] / calls * 1e6, args.top))
 
 
+async def compare(args) -> None:
+    """Bridge variants (directories holding a `bridge` package) side by side, all started at once,
+    batches in rotating order: server CPU per call at c=8 and p50 at c=1, against the first."""
+    from contextlib import AsyncExitStack
+
+    variants = [Path(v) for v in args.compare.split(",")]
+    cpu = {(v, e): [] for v in variants for e in args.eras}
+    lat = {(v, e): [] for v in variants for e in args.eras}
+    running: dict[Path, tuple[c.Server, c.Pages]] = {}
+    try:
+        async with AsyncExitStack() as stack:  # the clients close before the servers stop
+            for v in variants:
+                bridge = await c.start_bridge(*args.bridge_arg, src=v)
+                pages = await c.Pages.start(bridge)
+                running[v] = (bridge, pages)
+                await pages.do("open", n=1, tools=[c.ECHO_TOOL])
+            clients = {(v, e): await stack.enter_async_context(c.mcp_client(running[v][0].mcp_url, e))
+                       for v in variants for e in args.eras}
+            for client in clients.values():
+                await c.timed_calls(client, 200, 8)
+            for r in range(args.pairs):
+                for e in args.eras:
+                    for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+                        pid = running[v][0].pid
+                        before = c.cpu_seconds(pid)
+                        await c.timed_calls(clients[(v, e)], args.calls * 5, 8)
+                        cpu[(v, e)].append((c.cpu_seconds(pid) - before) / (args.calls * 5) * 1e6)
+                        lat[(v, e)] += (await c.timed_calls(clients[(v, e)], args.calls, 1))[0]
+    finally:
+        for bridge, pages in running.values():
+            await pages.stop()
+            bridge.stop()
+    rows = []
+    for e in args.eras:
+        first = c.median(cpu[(variants[0], e)])
+        for v in variants:
+            m = c.median(cpu[(v, e)])
+            spread = f"{min(cpu[(v, e)]):.0f}-{max(cpu[(v, e)]):.0f}"
+            rows.append([c.ERA_LABEL[e], str(v), f"{m:.0f}", spread, f"{m / first:.2f}",
+                         f"{c.percentile(lat[(v, e)], .5) * 1e3:.2f}"])
+    print(f"{args.pairs} rounds of {args.calls * 5} calls at c=8 (then {args.calls} at c=1) per variant")
+    print(c.table(["era", "bridge package from", "server CPU us/call c=8", "rounds", "vs first", "c=1 p50 ms"],
+                  rows, left=2))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 pairs of short batches")
@@ -202,7 +248,9 @@ async def main() -> None:
     parser.add_argument("--eras", default=",".join(c.ERAS), help="legacy and/or 2026-07-28")
     c.add_bridge_options(parser)
     parser.add_argument("--profile", metavar="PREFIX",
-                        help="instead, profile bridge and floor with py-spy (raw stacks: PREFIX.bridge.txt, .floor.txt)")
+                        help="instead, profile bridge and floor with py-spy (raw stacks in PREFIX.*.txt)")
+    parser.add_argument("--compare", metavar="DIR,DIR,...",
+                        help="instead, compare bridge packages from these directories (the first is the reference)")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second (--profile)")
     parser.add_argument("--top", type=int, default=15, help="profile entries shown (--profile)")
     args = parser.parse_args()
@@ -213,6 +261,9 @@ async def main() -> None:
     print(c.machine())
     if args.profile:
         await profile(args)
+        return
+    if args.compare:
+        await compare(args)
         return
     bridge = await c.start_bridge(*args.bridge_arg, src=args.bridge_src)
     floor = await c.start_floor()
