@@ -13,7 +13,7 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition
                             UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
 from bridge.schemas import SchemaLimits
+from bridge.semantic import BackgroundEmbedding, Embedder
 from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
@@ -73,6 +74,11 @@ class HubConfig:
     max_description_chars: int = 8192
     max_schema_bytes: int = 64 * 1024
     max_schema_depth: int = 32
+    # Tool search: deferred tools listed once found or called, at most; the semantic tier's model.
+    max_activated: int = 20
+    search_model: str = ""  # a fastembed model name; empty: lexical search only
+    search_model_path: str = ""  # a local folder holding that model's files (nothing is fetched)
+    search_model_cache: str = ""  # where fastembed keeps models it fetches (its default when empty)
 
     def page_token(self, room: str) -> str:
         for pair in self.room_tokens.split(","):
@@ -94,7 +100,11 @@ class Hub:
             reserved_names=frozenset(self.meta.names),
             meta_tools=len(self.meta.definitions),
             meta_tool_tokens=sum(map(estimate_tokens, self.meta.definitions)),
+            max_activated=config.max_activated,
         ))
+        # The semantic tier: the model loads in the background when the first room is made.
+        self.semantic = BackgroundEmbedding(config.search_model, path=config.search_model_path,
+                                            cache_dir=config.search_model_cache, on_loaded=self._embedder_loaded)
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
         self.observers: list[HubObserver] = []
@@ -111,7 +121,13 @@ class Hub:
             if len(self.catalog) >= self.config.max_rooms:
                 raise TooManyRooms(self.config.max_rooms)
             room = self.catalog.room(name)
+            self.semantic.start()
         return room
+
+    def _embedder_loaded(self, embedder: Embedder) -> None:
+        self.catalog.use_embedder(embedder)
+        for room in self.catalog.rooms():
+            self.semantic.embed_later(room.index)
 
     def hold_room(self, name: str) -> Room:
         """An agent edge serves this room: it stays while held, even with no page."""
@@ -257,6 +273,7 @@ class Hub:
             if session.expiry is not None:
                 session.expiry.cancel()
             session.close()
+        self.semantic.close()
 
     async def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
         """Act on one message from a connected page; returns the replies for its WebSocket."""
@@ -297,6 +314,7 @@ class Hub:
             tools += room.register(session.id, session.page.title, definitions[start:start + REGISTER_SLICE],
                                    session.label)
             await asyncio.sleep(0)
+        self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
                 *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
                                 tool=name if isinstance(name, str) else None, reply_to=msg.id).to_message()
@@ -324,12 +342,12 @@ class Hub:
 
     # --- agents ----------------------------------------------------------------------------
 
-    def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: str) -> Route:
+    def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: Callable[[], str]) -> Route:
         """What an agent's `tools/call` of `name` in `room` becomes (see `MetaTools.route`)."""
         no_page = None
         if not self.pages_in(room):
             no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
-                       f"this bridge (the demo is at {pages_url}) and try again.")
+                       f"this bridge (the demo is at {pages_url()}) and try again.")
         started = time.monotonic()
         route = self.meta.route(self.room(room), name, arguments, no_page)
         if name == self.meta.names.search:

@@ -148,7 +148,7 @@ class RoomServer:
     # --- calls -----------------------------------------------------------------------------
 
     async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams):
-        route = self.hub.route(self.room.name, params.name, params.arguments or {}, pages_url=self._pages_url(ctx))
+        route = self.hub.route(self.room.name, params.name, params.arguments or {}, pages_url=lambda: self._pages_url(ctx))
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
         if isinstance(route, Invoke):
@@ -271,6 +271,9 @@ class McpRooms:
                 tg.cancel_scope.cancel()
 
     async def _served_room(self, room: str) -> _ServedRoom:
+        served = self._served.get(room)
+        if served is not None:  # the common case needs no lock
+            return served
         async with self._lock:
             served = self._served.get(room)
             if served is None:

@@ -67,6 +67,8 @@ def _problem(schema_json: str) -> str | None:
 def errors(validator: Any, instance: Any, whole: str) -> str | None:
     """A readable reason `instance` breaks the schema, or None; never raises."""
     try:
+        if validator.is_valid(instance):  # the common case, without building and sorting errors
+            return None
         found = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.path])
     except Unresolvable as exc:  # a $ref that points nowhere: nothing to check against
         return f"the schema cannot be used: {exc}"

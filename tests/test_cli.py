@@ -158,3 +158,15 @@ async def test_file_page_is_refused_with_the_flag_that_admits_it_warned_once():
                 await ws.send(json.dumps({"type": "agui.hello", "room": "default"}))
                 welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
                 assert welcome["type"] == "agui.welcome", welcome
+
+
+def test_accepted_connections_have_tcp_nodelay():
+    """Without it an answer written as headers then body waits for the client's delayed ACK (~40 ms)."""
+    from bridge.config import Settings
+    from bridge.server import bind
+
+    listener = bind(Settings(port=0))
+    with listener, socket.create_connection(listener.getsockname()):
+        accepted, _ = listener.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
