@@ -1,16 +1,17 @@
 """Who registered which tool in which room, and which of them an agent sees.
 
 A room's tools are listed plainly while they fit the inline limits; past them
-the room is in search mode: the first tools in registration order stay inline,
-the rest are deferred behind the search index until a search or a call
-activates them. Nothing here knows about sockets or MCP.
+the room is in search mode: pinned tools and then the first tools in registration
+order stay inline, the rest are deferred behind the search index until a search or
+a call activates them (at most `max_activated` at a time, the least recently used
+leaving the listing first). Nothing here knows about sockets or MCP.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,11 +23,15 @@ from bridge import schemas
 from bridge.messages import ToolDefinition, validation_summary
 from bridge.schemas import SchemaLimits
 from bridge.search import IndexedTool, ToolIndex
+from bridge.semantic import Embedder
 
 MCP_NAME_MAX = 64
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe from it; see mcp_safe_name
+# Where a listed tool carries its input examples: MCP's Tool has no field for them, and `_meta` keys
+# are `prefix/name`.
+INPUT_EXAMPLES_META = "agui-mcp-bridge/inputExamples"
 
 
 def mcp_safe_name(name: str) -> str:
@@ -48,6 +53,8 @@ class ListingPolicy:
     # What the meta-tools cost when listed; they count against both limits in search mode.
     meta_tools: int = 0
     meta_tool_tokens: int = 0
+    # Deferred tools searches and calls list at once, at most; the least recently used leave first.
+    max_activated: int = 20
 
 
 @dataclass(eq=False)
@@ -80,6 +87,8 @@ class Tool:
             listed["outputSchema"] = d.outputSchema
         if d.annotations is not None:
             listed["annotations"] = d.annotations.model_dump(exclude_none=True)
+        if d.inputExamples:
+            listed["_meta"] = {INPUT_EXAMPLES_META: d.inputExamples}
         return listed
 
     def argument_errors(self, arguments: dict[str, Any]) -> str | None:
@@ -137,6 +146,15 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
         problem = schemas.schema_problem(schema, limits.schema)
         if problem is not None:
             raise ValueError(f"{field_name} is not a usable JSON Schema: {problem}")
+    if definition.inputExamples:
+        size = len(json.dumps(definition.inputExamples, separators=(",", ":")).encode())
+        if size > limits.schema.max_bytes:
+            raise ValueError(f"inputExamples: {size} bytes, over the limit of {limits.schema.max_bytes}")
+        validator = schemas.Validator(definition.inputSchema)
+        for number, example in enumerate(definition.inputExamples):
+            problem = schemas.errors(validator, example, "(example)")
+            if problem is not None:
+                raise ValueError(f"inputExamples[{number}] does not match the inputSchema: {problem}")
     return definition
 
 
@@ -159,14 +177,14 @@ class Listing:
 class Room:
     """The tools of one room, their MCP names, their index and what is listed."""
 
-    def __init__(self, name: str, policy: ListingPolicy) -> None:
+    def __init__(self, name: str, policy: ListingPolicy, embedder: Embedder | None = None) -> None:
         self.name = name
         self.policy = policy
         self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
         self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
         self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
-        self._activated: set[str] = set()
-        self._index = ToolIndex()
+        self._activated: OrderedDict[str, None] = OrderedDict()  # least recently used first
+        self._index = ToolIndex(embedder=embedder)
         self._seq = 0
         self._listing: Listing | None = None
         self._listeners: list[Callable[[Room], None]] = []
@@ -183,7 +201,21 @@ class Room:
         return [t for t in self._tools.values() if t.session_id == session_id]
 
     def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
-        return tool.describe(description_max_chars, name_shared=self._name_counts[tool.page_name] > 1)
+        return tool.describe(description_max_chars, name_shared=self.name_shared(tool))
+
+    def name_shared(self, tool: Tool) -> bool:
+        """Another page offers a tool of the same name (so agents are told which page each is)."""
+        return self._name_counts[tool.page_name] > 1
+
+    @property
+    def index(self) -> ToolIndex:
+        """The room's search index (for the hub's embedding step, bridge.semantic.embed_pending)."""
+        return self._index
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Search by meaning too from now on: the index is rebuilt with `embedder` (its tools are
+        then waiting for their vectors, and found by words meanwhile)."""
+        self._index = ToolIndex((t.indexed() for t in self._tools.values()), embedder=embedder)
 
     def is_deferred(self, key: str) -> bool:
         return key in self._tools and key not in self.listing().keys
@@ -199,20 +231,32 @@ class Room:
             everything = [self.describe(t) for t in self._tools.values()]
             if sum(map(estimate_tokens, everything)) <= p.inline_token_budget:
                 return Listing(everything, search_mode=False, deferred=0)
-        # Search mode: a prefix of registration order that fits beside the meta-tools, then
-        # whatever agents activated, whatever the budget says (they asked for it).
-        inline: list[Tool] = []
+        # Search mode: pinned tools, whatever the limits say (the page asked); then a prefix of
+        # registration order that fits beside the meta-tools in what the pinned tools left; then
+        # whatever agents activated, whatever the budget says (they asked for it; at most
+        # max_activated of them, see activate).
+        listed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (seq, as listed)
         room_for, budget = p.inline_max - p.meta_tools, p.inline_token_budget - p.meta_tool_tokens
         for tool in self._tools.values():
-            cost = estimate_tokens(self.describe(tool, p.description_max_chars))
+            if tool.definition.pinned:
+                described = self.describe(tool, p.description_max_chars)
+                listed[tool.key] = tool.seq, described
+                room_for, budget = room_for - 1, budget - estimate_tokens(described)
+        for tool in self._tools.values():
+            if tool.definition.pinned:
+                continue
+            described = self.describe(tool, p.description_max_chars)
+            cost = estimate_tokens(described)
             if room_for <= 0 or cost > budget:
                 break
-            inline.append(tool)
+            listed[tool.key] = tool.seq, described
             room_for, budget = room_for - 1, budget - cost
-        prefix = {t.key for t in inline}
-        activated = sorted((self._tools[k] for k in self._activated if k not in prefix), key=lambda t: t.seq)
-        listed = [self.describe(t, p.description_max_chars) for t in inline + activated]
-        return Listing(listed, search_mode=True, deferred=len(self._tools) - len(listed))
+        for key in self._activated:
+            found = self._tools.get(key)
+            if key not in listed and found is not None:
+                listed[key] = found.seq, self.describe(found, p.description_max_chars)
+        tools = [described for _, described in sorted(listed.values(), key=lambda entry: entry[0])]
+        return Listing(tools, search_mode=True, deferred=len(self._tools) - len(tools))
 
     # --- change ----------------------------------------------------------------------------
 
@@ -236,6 +280,8 @@ class Room:
             if existing is not None:
                 existing.definition, existing.app = definition, app
                 existing._validators.clear()
+                if definition.pinned:
+                    self._activated.pop(existing.key, None)  # listed anyway: it takes no activation slot
                 registered.append(existing)
                 continue
             self._seq += 1
@@ -281,7 +327,7 @@ class Room:
             self._name_counts[tool.page_name] -= 1
             if not self._name_counts[tool.page_name]:
                 del self._name_counts[tool.page_name]
-            self._activated.discard(tool.key)
+            self._activated.pop(tool.key, None)
         if doomed:
             self._index.remove(t.key for t in doomed)
             self._changed()
@@ -290,11 +336,20 @@ class Room:
     # --- search and activation -------------------------------------------------------------
 
     def activate(self, keys: Iterable[str]) -> bool:
-        """List deferred tools from now on; True when the listing changed. Idempotent."""
-        fresh = [k for k in keys if k in self._tools and k not in self._activated and self.is_deferred(k)]
-        if not fresh:
+        """List deferred tools from now on, the last of `keys` as the most recently used; True
+        when the listing changed. An activated tool named again only becomes the most recently
+        used. Past `max_activated` activated tools, the least recently used leave the listing
+        (they stay searchable and callable)."""
+        before = list(self._activated)
+        for key in keys:
+            if key in self._activated:
+                self._activated.move_to_end(key)
+            elif key in self._tools and self.is_deferred(key):
+                self._activated[key] = None
+        while len(self._activated) > max(self.policy.max_activated, 0):
+            self._activated.popitem(last=False)
+        if self._activated.keys() == set(before):
             return False
-        self._activated.update(fresh)
         self._changed()
         return True
 
@@ -306,14 +361,21 @@ class Room:
         return tool
 
     def search(self, query: str, limit: int) -> list[Tool]:
+        """The best tools for `query`, best first; `last_tier` then says how they were found."""
         return [self._tools[hit.key] for hit in self._index.search(query, limit) if hit.key in self._tools]
+
+    @property
+    def last_tier(self) -> str:
+        """The tier of the last search: "lexical" (words) or "hybrid" (words and meaning)."""
+        return self._index.last_tier
 
 
 class Catalog:
     """All rooms; a room exists while anything refers to it."""
 
-    def __init__(self, policy: ListingPolicy) -> None:
+    def __init__(self, policy: ListingPolicy, embedder: Embedder | None = None) -> None:
         self.policy = policy
+        self.embedder = embedder  # given to rooms made from now on (see Room.use_embedder for the others)
         self._rooms: dict[str, Room] = {}
 
     def __len__(self) -> int:
@@ -328,8 +390,14 @@ class Catalog:
     def room(self, name: str) -> Room:
         room = self._rooms.get(name)
         if room is None:
-            room = self._rooms[name] = Room(name, self.policy)
+            room = self._rooms[name] = Room(name, self.policy, self.embedder)
         return room
 
     def rooms(self) -> list[Room]:
         return list(self._rooms.values())
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Every room, and every room made from now on, searches by meaning too."""
+        self.embedder = embedder
+        for room in self._rooms.values():
+            room.use_embedder(embedder)

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 
 JSONValue = Any
 MessageId = str | int
@@ -61,6 +61,9 @@ class ToolAnnotations(_Message):
     openWorldHint: bool | None = None
 
 
+INPUT_EXAMPLES_MAX = 5
+
+
 class ToolDefinition(_Message):
     name: Annotated[str, Field(min_length=1, max_length=128)]
     description: str = ""
@@ -68,6 +71,10 @@ class ToolDefinition(_Message):
     outputSchema: dict[str, Any] | None = None
     title: str | None = None
     annotations: ToolAnnotations | None = None
+    # Listed even when the room is in search mode (counted against the inline limits first).
+    pinned: StrictBool = False
+    # Argument objects showing how to call the tool; each must match inputSchema (checked at registration).
+    inputExamples: Annotated[list[dict[str, Any]], Field(max_length=INPUT_EXAMPLES_MAX)] | None = None
 
 
 class RegisterTools(_Message):

@@ -3,6 +3,11 @@
 
 Definitions and answers are plain MCP wire JSON. Error texts name the meta-tools as
 configured. The descriptions are written for the model that will read them.
+
+A search answers with compact matches — what an agent needs to call a tool: its name, a
+one-line description, its required parameters with their types, the names of the optional
+ones, and its input examples — and says which tier ran ("lexical": words; "hybrid": words
+and meaning). The full definition is `describe`'s answer.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from bridge.catalog import Room, Tool
 from bridge.results import error_result
 
 SEARCH_LIMIT_MAX = 20
+MATCH_DESCRIPTION_CHARS = 160  # a match's description: its first line, cut to this
+ENUM_SHOWN_MAX = 8  # a parameter's allowed values are shown as its type when there are at most this many
+TYPE_LABEL_CHARS = 80  # a longer type (a wide anyOf, long enum values) is cut: describe has it whole
+TIER_TEXT = {"lexical": "lexical search: by words", "hybrid": "hybrid search: by words and meaning"}
 
 
 @dataclass(frozen=True)
@@ -79,15 +88,18 @@ class MetaTools:
         if no_page and not len(room):
             return error_result(no_page)
         found = room.search(query, max(1, min(limit, SEARCH_LIMIT_MAX)))
-        room.activate(t.key for t in found)
-        matches = [_entry(room, t) for t in found]
-        structured = {"matches": matches, "deferred": room.listing().deferred}
+        tier = room.last_tier
+        room.activate(t.key for t in reversed(found))  # the best match is the most recently used
+        matches = [match(room, t) for t in found]
+        structured = {"matches": matches, "deferred": room.listing().deferred, "tier": tier}
         if matches:
-            lines = [f"{len(matches)} tool(s) found; call them by name:"]
-            lines += [f"- {m['name']}: {m['description']}\n  input: {json.dumps(m['inputSchema'])}" for m in matches]
+            lines = [f"{len(matches)} tool(s) found ({TIER_TEXT.get(tier, tier)}); call them by name, or through "
+                     f"{self.names.call}:"]
+            lines += map(_match_text, matches)
+            lines.append(f"{self.names.describe} shows a tool's full definition.")
             text = "\n".join(lines)
         else:
-            text = f"No tool matches {query!r}. Try other English keywords."
+            text = f"No tool matches {query!r} ({TIER_TEXT.get(tier, tier)}). Try other English keywords."
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
     def _not_found(self, name: str, no_page: str | None) -> str:
@@ -116,7 +128,8 @@ def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
         },
         {
             "name": names.describe,
-            "description": "Show the full definition (description and input schema) of any tool by its name.",
+            "description": ("Show the full definition (description, input schema with every parameter, examples) of "
+                            "any tool by its name."),
             "inputSchema": {
                 "type": "object",
                 "properties": {"name": {"type": "string", "description": "the tool's name"}},
@@ -142,15 +155,87 @@ def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
     ]
 
 
-def _entry(room: Room, tool: Tool) -> dict[str, Any]:
-    described = room.describe(tool)
-    return {"name": tool.key, "tool": tool.page_name, "description": described["description"],
-            "inputSchema": described["inputSchema"]}
+def match(room: Room, tool: Tool) -> dict[str, Any]:
+    """A search match: enough to call the tool (the full schema is describe's answer).
+
+    `required`: each required parameter's type ("string", "integer[]", "\"a\"|\"b\"", ...);
+    `optional`: the names of the others; `examples`: the tool's input examples, if any."""
+    d = tool.definition
+    entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": one_line(d.description)}
+    if room.name_shared(tool):
+        entry["description"] = f"{entry['description']} [from {tool.page_label}]".lstrip()
+    required, optional = parameters(d.inputSchema)
+    entry["required"] = required
+    if optional:
+        entry["optional"] = optional
+    if d.inputExamples:
+        entry["examples"] = d.inputExamples
+    return entry
+
+
+def one_line(description: str, max_chars: int = MATCH_DESCRIPTION_CHARS) -> str:
+    """The first line of a description, spaces collapsed, cut to `max_chars`."""
+    line = " ".join(next((line for line in description.splitlines() if line.strip()), "").split())
+    return line if len(line) <= max_chars else line[: max_chars - 1].rstrip() + "…"
+
+
+def parameters(schema: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """An input schema's required parameters with their types, and the names of the optional ones."""
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    required_names = [n for n in schema.get("required", []) if isinstance(n, str)] \
+        if isinstance(schema.get("required"), list) else []
+    required = {name: _cut(type_label(properties.get(name)), TYPE_LABEL_CHARS) for name in required_names}
+    return required, [name for name in properties if name not in required]
+
+
+def _cut(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def type_label(schema: Any) -> str:
+    """A parameter's type in a few characters: "string", "integer[]", "\"eur\"|\"usd\"", "object", "any"."""
+    if not isinstance(schema, dict):
+        return "any"
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    values = schema.get("enum")
+    if isinstance(values, list) and 0 < len(values) <= ENUM_SHOWN_MAX:
+        return "|".join(json.dumps(value) for value in values)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind) or "any"
+    if kind == "array":
+        items = schema.get("items")
+        return f"{type_label(items)}[]" if isinstance(items, dict) and items else "array"
+    if isinstance(kind, str):
+        return kind
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            return "|".join(type_label(option) for option in options)
+    return "object" if "properties" in schema else "any"
+
+
+def _match_text(entry: dict[str, Any]) -> str:
+    arguments = ", ".join(f"{name}: {kind}" for name, kind in entry["required"].items())
+    if entry.get("optional"):
+        arguments += ("; " if arguments else "") + "optional: " + ", ".join(entry["optional"])
+    text = f"- {entry['name']}({arguments}): {entry['description']}"
+    for example in entry.get("examples", ()):
+        text += f"\n  example: {json.dumps(example, ensure_ascii=False)}"
+    return text
 
 
 def describe(room: Room, name: str) -> dict[str, Any] | None:
     tool = room.get(name)
     if tool is None:
         return None
-    full = room.describe(tool) | {"tool": tool.page_name, "deferred": room.is_deferred(name)}
+    full = room.describe(tool)
+    full.pop("_meta", None)  # the examples are shown as such
+    if tool.definition.inputExamples:
+        full["inputExamples"] = tool.definition.inputExamples
+    if tool.definition.pinned:
+        full["pinned"] = True
+    full |= {"tool": tool.page_name, "deferred": room.is_deferred(name)}
     return {"content": [{"type": "text", "text": json.dumps(full, indent=1)}], "structuredContent": full}

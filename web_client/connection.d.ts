@@ -30,6 +30,10 @@ export interface ToolDefinition {
   outputSchema?: ObjectSchema;
   title?: string;
   annotations?: ToolAnnotations;
+  /** Listed to agents even when the room defers most tools behind `tool_search` (keep it for the few that must be seen). */
+  pinned?: boolean;
+  /** Up to 5 argument objects showing how to call the tool; each must match `inputSchema`. */
+  inputExamples?: Array<Record<string, JSONValue>>;
 }
 
 /** An MCP CallToolResult a handler may return as is (anything with a `content` array). */

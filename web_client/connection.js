@@ -113,6 +113,8 @@ function checkDefinition(definition) {
   if (definition.outputSchema != null) wire.outputSchema = definition.outputSchema;
   if (definition.title != null) wire.title = definition.title;
   if (definition.annotations != null) wire.annotations = definition.annotations;
+  if (definition.pinned) wire.pinned = true;
+  if (definition.inputExamples != null) wire.inputExamples = definition.inputExamples;
   JSON.stringify(wire); // throws on cycles/BigInt now rather than when sending
   return wire;
 }

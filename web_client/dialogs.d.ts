@@ -77,6 +77,11 @@ export interface UserToolsOptions {
   signal?: AbortSignal;
   /** The line shown above each dialog's title. */
   origin?: string;
+  /**
+   * Keep these tools listed to agents even when the room defers most tools behind `tool_search`:
+   * `true` pins every tool registered here, a list pins those kinds (default false).
+   */
+  pinned?: boolean | ReadonlyArray<keyof UserToolDefinitions>;
 }
 
 /** Register the built-in user tools; resolves to their MCP names by kind. */

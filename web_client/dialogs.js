@@ -347,10 +347,12 @@ export const USER_TOOLS = Object.freeze(/** @satisfies {types.UserToolDefinition
 /**
  * Register the built-in user tools on a bridge (all three by default).
  * Resolves to the MCP names they got, e.g. {confirm: "agui_user_confirm", prompt: …, choose: …}.
- * Abort `signal` to unregister them.
+ * Abort `signal` to unregister them. `pinned` (true, or the kinds to pin) keeps them listed to agents
+ * when the room defers most tools behind tool_search.
  * @type {typeof types.registerUserTools}
  */
-export async function registerUserTools(bridge, { confirm = true, prompt = true, choose = true, signal, origin } = {}) {
+export async function registerUserTools(bridge, { confirm = true, prompt = true, choose = true, signal, origin,
+  pinned = false } = {}) {
   /** @type {Array<[keyof types.UserToolDefinitions, boolean, ToolHandler<any>]>} */
   const kinds = [
     ["confirm", confirm, (params, ctx) => confirmDialog({ ...params, origin }, { signal: ctx.signal })],
@@ -360,7 +362,9 @@ export async function registerUserTools(bridge, { confirm = true, prompt = true,
   /** @type {{confirm?: string, prompt?: string, choose?: string}} */
   const names = {};
   await Promise.all(kinds.filter(([, wanted]) => wanted).map(async ([kind, , show]) => {
-    names[kind] = await bridge.registerTool(USER_TOOLS[kind], show, { signal });
+    const pin = pinned === true || (Array.isArray(pinned) && pinned.includes(kind));
+    names[kind] = await bridge.registerTool(pin ? { ...USER_TOOLS[kind], pinned: true } : USER_TOOLS[kind], show,
+      { signal });
   }));
   return names;
 }

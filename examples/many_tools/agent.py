@@ -46,7 +46,7 @@ async def main() -> int:
             return 1
 
         best = matches[0]
-        print(f"best match: {best['name']} (required: {best['inputSchema'].get('required', [])})")
+        print(f"best match: {best['name']} (required: {list(best['required'])})")
         result = await client.call_tool(best["name"], json.loads(args.arguments))
         if result.is_error:
             print(f"{best['name']} failed: {text_of(result)}")
