@@ -320,7 +320,7 @@ class Room:
         if page_names is None:
             doomed = self.tools_of(session_id)
         else:
-            doomed = [t for n in page_names if (t := self._by_page.get((session_id, n))) is not None]
+            doomed = [t for n in dict.fromkeys(page_names) if (t := self._by_page.get((session_id, n))) is not None]
         for tool in doomed:
             del self._tools[tool.key]
             del self._by_page[(session_id, tool.page_name)]

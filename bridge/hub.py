@@ -9,6 +9,7 @@ on its session.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -24,7 +25,7 @@ from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy,
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
-from bridge.schemas import SchemaLimits
+from bridge.schemas import SchemaLimits, nesting
 from bridge.semantic import BackgroundEmbedding, Embedder
 from bridge.sessions import PageEvent, PageSession
 
@@ -36,6 +37,7 @@ SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
 
 
+RESULT_DEPTH_MAX = 64
 REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
 
 
@@ -288,8 +290,13 @@ class Hub:
                                              reply_to=msg.id).to_message())
             return replies
         if isinstance(msg, ToolReturn):
-            outcome = (Outcome.failure("error", msg.error.message) if msg.error is not None
-                       else Outcome(result=msg.result))
+            if msg.error is not None:
+                outcome = Outcome.failure("error", msg.error.message)
+            elif (depth := nesting(msg.result)) > RESULT_DEPTH_MAX:  # MCP's serializer would fail on it
+                outcome = Outcome.failure("bad_answer", f"The page's answer nests {depth} levels deep, over the "
+                                                        f"limit of {RESULT_DEPTH_MAX}.")
+            else:
+                outcome = Outcome(result=msg.result)
             if not self.calls.settle(msg.call_id, outcome, session_id=session.id):
                 raise _unknown_call(msg)
             return []
@@ -416,7 +423,7 @@ class Hub:
 
     async def _call(self, tool: Tool, arguments: dict[str, Any], mcp_request_id: Any,
                     on_progress: ProgressSink | None) -> Outcome:
-        problem = tool.argument_errors(arguments)
+        problem = tool.argument_errors(arguments) or _not_json(arguments)
         if problem is not None:
             return Outcome.failure("invalid_arguments", f"Invalid arguments for {tool.key}: {problem}")
         session = self.sessions.get(tool.session_id)
@@ -444,6 +451,15 @@ class Hub:
             self.calls.close(call, outcome)
             session.settled(call.call_id)
         return outcome
+
+
+def _not_json(arguments: dict[str, Any]) -> str | None:
+    """Pages parse with JSON.parse, which refuses NaN and Infinity: such a call could never be answered."""
+    try:
+        json.dumps(arguments, allow_nan=False)
+    except ValueError:
+        return "(arguments): a number is NaN or infinite, which JSON cannot carry to the page"
+    return None
 
 
 class TooManyRooms(Exception):

@@ -11,6 +11,7 @@ import logging
 import re
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import SendTimeoutError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -22,6 +23,7 @@ from bridge.sessions import PageSession
 
 log = logging.getLogger("bridge.pages")
 
+EVENT_ID = re.compile(r"[0-9]{1,18}")
 CLOSE_NORMAL = 1000  # the page called disconnect(): it leaves now, no grace
 CLOSE_POLICY = 1008
 CLOSE_REPLACED = 4000  # the same session connected again elsewhere
@@ -140,7 +142,7 @@ class PageEndpoints:
         # The header is what a reconnecting EventSource sends; the query parameter lets a page that
         # opens a new EventSource in the same session say where it stopped.
         last = request.headers.get("last-event-id") or request.query_params.get("last_event_id", "")
-        last_event_id = int(last) if last.isdigit() else None
+        last_event_id = int(last) if EVENT_ID.fullmatch(last) else None  # not str.isdigit: "²" is a digit
 
         async def stream():
             async for event in self.hub.events(session, last_event_id):
@@ -148,5 +150,13 @@ class PageEndpoints:
 
         # A page that stops reading would hold its events in the socket forever: past the send
         # timeout the stream closes, and the page's EventSource resumes from its Last-Event-ID.
-        return EventSourceResponse(stream(), ping=self.settings.sse_ping, send_timeout=self.settings.stream_send_timeout,
-                                   headers={"Cache-Control": "no-store"})
+        return _PageEventStream(stream(), ping=self.settings.sse_ping, send_timeout=self.settings.stream_send_timeout,
+                                headers={"Cache-Control": "no-store"})
+
+
+class _PageEventStream(EventSourceResponse):
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except SendTimeoutError:  # the page stopped reading: closing is the remedy, not an error
+            log.info("closed an event stream whose page stopped reading; the page resumes it")

@@ -35,7 +35,7 @@ def schema_problem(schema: dict[str, Any], limits: SchemaLimits) -> str | None:
     size = len(json.dumps(schema, separators=(",", ":")).encode())
     if size > limits.max_bytes:
         return f"it is {size} bytes, over the limit of {limits.max_bytes}"
-    depth = _depth(schema)
+    depth = nesting(schema)
     if depth > limits.max_depth:
         return f"it nests {depth} levels deep, over the limit of {limits.max_depth}"
     return _problem(json.dumps(schema, sort_keys=True))
@@ -79,7 +79,7 @@ def errors(validator: Any, instance: Any, whole: str) -> str | None:
     return "; ".join(f"{'/'.join(map(str, e.path)) or whole}: {e.message}" for e in found[:5])
 
 
-def _depth(value: Any) -> int:
+def nesting(value: Any) -> int:
     """How deeply objects and arrays nest; iterative, so no input can exhaust the stack."""
     deepest, stack = 0, [(value, 1)]
     while stack:
