@@ -216,7 +216,8 @@ class Hub:
         else:
             self._expect_back(session)
 
-    async def events(self, session: PageSession, last_event_id: int | None) -> AsyncIterator[PageEvent]:
+    async def events(self, session: PageSession, last_event_id: int | None, idle: float | None = None
+                     ) -> AsyncIterator[PageEvent | None]:
         """A page's event stream. A page whose stream is gone cannot be asked anything, even with its
         WebSocket open: unless a stream comes back within the grace period, the page is dropped."""
         if session.connected and session.expiry is not None:
@@ -227,7 +228,7 @@ class Hub:
                 observer.stream_resumed(session.room)
         session.streamed = True
         try:
-            async for event in session.stream(last_event_id):
+            async for event in session.stream(last_event_id, idle):
                 yield event
         finally:
             if not session.streaming and not session.closed:

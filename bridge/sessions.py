@@ -93,8 +93,10 @@ class PageSession:
         fresh.reverse()
         return fresh
 
-    async def stream(self, last_event_id: int | None = None) -> AsyncIterator[PageEvent]:
-        """Events for one event stream, until a newer stream opens or the session closes."""
+    async def stream(self, last_event_id: int | None = None, idle: float | None = None
+                     ) -> AsyncIterator[PageEvent | None]:
+        """Events for one event stream, until a newer stream opens or the session closes; None
+        after every `idle` seconds without one, so the stream's owner can send a keep-alive."""
         self._stream += 1
         mine, wakeup = self._stream, asyncio.Event()
         self._wake()  # an older stream wakes up and sees it is superseded
@@ -120,7 +122,11 @@ class PageSession:
                 if self.closed or self._stream != mine:
                     return  # what was pushed before closing (e.g. shutdown's cancels) went out first
                 if not fresh:
-                    await wakeup.wait()
+                    try:
+                        async with asyncio.timeout(idle):
+                            await wakeup.wait()
+                    except TimeoutError:
+                        yield None
         finally:
             self._wakeups.discard(wakeup)
             self._open_streams -= 1

@@ -144,3 +144,17 @@ async def test_sigterm_answers_calls_in_flight_tells_the_page_and_exits():
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_an_idle_event_stream_carries_keep_alive_comments():
+    import httpx
+
+    async with running_bridge(sse_ping=0.2) as b, page(b, ECHO) as p, httpx.AsyncClient(timeout=5) as http:
+        await p.stop_listening()
+        comments = 0
+        async with http.stream("GET", f"{b.url}/agui/events?session={p.session_id}") as response:
+            async for line in response.aiter_lines():
+                comments += line.startswith(": ping")
+                if comments == 2:
+                    break
+        assert comments == 2
