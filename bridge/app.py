@@ -79,7 +79,10 @@ class Bridge:
         await self._app(scope, receive, send)
 
     def _routes(self) -> list[Any]:
-        async def api_state(request: Request) -> JSONResponse:
+        async def api_state(request: Request) -> Response:
+            # Page URLs and the arguments of calls in flight are the users' data: the agent token guards them.
+            if not bearer_token_ok(request.scope, self.settings.agent_token):
+                return PlainTextResponse("The dashboard needs 'Authorization: Bearer <agent token>'.", 401)
             state = self.hub.state()
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])

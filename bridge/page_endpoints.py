@@ -103,7 +103,8 @@ class PageEndpoints:
                         # Never silence: the call this answer was for ends now, with the reason.
                         ended = self.hub.unreadable_answer(session, call_id_in(text),
                                                            f"The page's answer could not be taken: {exc.message}")
-                        exc.fields.setdefault("call_id", ended)
+                        if ended is not None:
+                            exc.fields.setdefault("call_id", ended)
                     await self._send(ws, exc.to_message())
         except WebSocketDisconnect as exc:
             close_code = exc.code

@@ -118,7 +118,7 @@ async def test_host_and_origin_checks_stay_on_with_an_agent_token(host):
         public = {"Host": f"bridge.example:{port}"}
         admitted = await http.post(b.url + "/mcp", json=INITIALIZE, headers=MCP_HEADERS | auth | public)
         assert admitted.status_code == 200, admitted.text
-        assert (await http.get(b.url + "/api/state", headers=public)).status_code == 200
+        assert (await http.get(b.url + "/api/state", headers=public | auth)).status_code == 200
         async with websockets.connect(f"ws://bridge.example:{port}/agui/ws", host="127.0.0.1", port=port) as ws:
             assert (await hello(ws))["type"] == "agui.welcome"
         # And the agent that has the token works end to end.
@@ -383,3 +383,11 @@ async def test_a_room_past_max_rooms_is_refused_to_pages_and_agents():
                     await p.close()
                 except Exception:
                     pass
+
+
+async def test_dashboard_state_needs_the_agent_token():
+    """Page URLs and the arguments of calls in flight are users' data."""
+    async with running_bridge(agent_token="tok") as b, httpx.AsyncClient(timeout=10) as http:
+        assert (await http.get(b.url + "/api/state")).status_code == 401
+        assert (await http.get(b.url + "/api/state", headers={"Authorization": "Bearer nope"})).status_code == 401
+        assert (await http.get(b.url + "/api/state", headers={"Authorization": "Bearer tok"})).status_code == 200
