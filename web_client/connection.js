@@ -422,13 +422,7 @@ export class AguiBridge extends EventTarget {
 
     ws.addEventListener("message", (event) => {
       if (this._ws !== ws) return;
-      let message;
-      try {
-        message = JSON.parse(event.data);
-      } catch {
-        this._emitError({ code: "bad_frame", message: "The bridge sent a frame that is not JSON." });
-        return;
-      }
+      const message = this._parse(event.data, "bad_frame", "a frame");
       if (!message || typeof message !== "object") return;
       if (message.type === "agui.welcome" && message.reply_to === helloId) {
         welcomed = true;
@@ -547,6 +541,22 @@ export class AguiBridge extends EventTarget {
   }
 
   /**
+   * Parses what the bridge sent; on bad JSON reports `code` and returns undefined.
+   * @param {string} text
+   * @param {string} code
+   * @param {string} what
+   * @returns {any}
+   */
+  _parse(text, code, what) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      this._emitError({ code, message: `The bridge sent ${what} that is not JSON.` });
+      return undefined;
+    }
+  }
+
+  /**
    * @param {EventSource} es
    * @param {MessageEvent} event
    * @param {(message: BridgeMessage) => void} act
@@ -554,13 +564,7 @@ export class AguiBridge extends EventTarget {
   _onEvent(es, event, act) {
     if (this._es !== es) return;
     if (/^\d+$/.test(event.lastEventId)) this._lastEventId = Number(event.lastEventId);
-    let message;
-    try {
-      message = JSON.parse(event.data);
-    } catch {
-      this._emitError({ code: "bad_event", message: "The bridge sent an event that is not JSON." });
-      return;
-    }
+    const message = this._parse(event.data, "bad_event", "an event");
     if (message && typeof message.call_id === "string") act(message);
   }
 
