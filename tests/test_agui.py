@@ -101,7 +101,7 @@ def text(result) -> str:
 @needs_node
 @pytest.mark.parametrize("era", ERAS)
 async def test_app_tools_are_listed_and_called(era):
-    async with running_bridge() as b, agui_app(b, "add", "greet", title="Calculator") as app, \
+    async with app_bridge() as b, agui_app(b, "add", "greet", title="Calculator") as app, \
             Client(b.mcp_url(), mode=era) as client:
         registered = await app.expect("registered")
         assert registered["tools"] == [{"tool": "add", "name": "add"}, {"tool": "greet", "name": "greet"}]
@@ -126,7 +126,7 @@ async def test_app_tools_are_listed_and_called(era):
 async def test_an_answer_ready_while_a_run_waits_goes_at_once():
     # The next run is already waiting when the handler finishes: the app aborts it and a new run
     # carries the answer, so it does not wait for the next call.
-    async with running_bridge() as b, agui_app(b, "slow") as app, Client(b.mcp_url(), mode="legacy") as client:
+    async with app_bridge() as b, agui_app(b, "slow") as app, Client(b.mcp_url(), mode="legacy") as client:
         started = time.monotonic()
         results = await asyncio.gather(*(client.call_tool("slow", {"ms": ms}) for ms in (300, 600)))
         assert [text(r) for r in results] == ["slept 300 ms", "slept 600 ms"]
@@ -137,7 +137,7 @@ async def test_an_answer_ready_while_a_run_waits_goes_at_once():
 
 @needs_node
 async def test_a_tool_message_with_an_error_is_an_error_result():
-    async with running_bridge() as b, agui_app(b, "fail") as app, Client(b.mcp_url(), mode="legacy") as client:
+    async with app_bridge() as b, agui_app(b, "fail") as app, Client(b.mcp_url(), mode="legacy") as client:
         result = await client.call_tool("fail", {})
         assert result.is_error
         assert text(result) == "Card declined"
@@ -146,7 +146,7 @@ async def test_a_tool_message_with_an_error_is_an_error_result():
 
 @needs_node
 async def test_a_call_the_app_never_answers_times_out_and_the_app_is_told():
-    async with running_bridge(call_timeout=0.5) as b, agui_app(b, "hang") as app, \
+    async with app_bridge(call_timeout=0.5) as b, agui_app(b, "hang") as app, \
             Client(b.mcp_url(), mode="legacy") as client:
         started = time.monotonic()
         result = await client.call_tool("hang", {})
@@ -159,7 +159,7 @@ async def test_a_call_the_app_never_answers_times_out_and_the_app_is_told():
 
 @needs_node
 async def test_two_threads_with_the_same_tool_name_stay_distinct():
-    async with running_bridge() as b, agui_app(b, "whoami", label="A") as first, \
+    async with app_bridge() as b, agui_app(b, "whoami", label="A") as first, \
             agui_app(b, "whoami", label="B") as second, Client(b.mcp_url(), mode="legacy") as client:
         name_a = (await first.expect("registered"))["tools"][0]["name"]
         name_b = (await second.expect("registered"))["tools"][0]["name"]
@@ -176,7 +176,7 @@ async def test_two_threads_with_the_same_tool_name_stay_distinct():
 @needs_node
 @pytest.mark.parametrize("era", ERAS)
 async def test_interrupt_round_trip(era):
-    async with running_bridge() as b, agui_app(b, "confirm", "add") as app, Client(b.mcp_url(), mode=era) as client:
+    async with app_bridge() as b, agui_app(b, "confirm", "add") as app, Client(b.mcp_url(), mode=era) as client:
         approved = await client.call_tool("confirm", {"question": "Pay 10 €?", "answer": "yes"})
         interrupt = (await app.expect("interrupt"))["interrupt"]
         call = await app.expect("call", tool="confirm")
@@ -206,7 +206,7 @@ async def test_a_thread_that_stops_coming_back_fails_its_calls_within_the_grace_
 
 @needs_node
 async def test_tools_in_another_room_stay_there():
-    async with running_bridge() as b, agui_app(b, "whoami", room="kitchen", label="K"), \
+    async with app_bridge() as b, agui_app(b, "whoami", room="kitchen", label="K"), \
             Client(b.mcp_url("kitchen"), mode="legacy") as kitchen, Client(b.mcp_url(), mode="legacy") as default:
         assert [t.name for t in (await kitchen.list_tools()).tools] == ["whoami"]
         assert (await default.list_tools()).tools == []
@@ -215,7 +215,7 @@ async def test_tools_in_another_room_stay_there():
 
 @needs_node
 async def test_a_refused_app_is_told_why():
-    async with running_bridge(token="s3cret") as b:
+    async with app_bridge(token="s3cret") as b:
         url = f"{b.url}/agui/run"
         process = await asyncio.create_subprocess_exec(
             "node", str(AGUI / "app.mjs"), json.dumps({"url": url, "tools": ["add"]}), stdout=asyncio.subprocess.PIPE)
@@ -237,7 +237,7 @@ async def test_the_agui_app_example(tmp_path, answer, expected):
     shutil.copytree(examples.parent / "web_client", tmp_path / "web_client", ignore=shutil.ignore_patterns("*.html"))
     (tmp_path / "examples" / "agui_app" / "node_modules").symlink_to(AGUI / "node_modules")
     shutil.copy(examples / "_agent_common.py", tmp_path / "examples")
-    async with running_bridge() as b:
+    async with app_bridge() as b:
         app = await asyncio.create_subprocess_exec(
             "node", str(tmp_path / "examples" / "agui_app" / "app.mjs"), "--bridge", b.url, "--answer", answer,
             stdout=asyncio.subprocess.PIPE)
@@ -371,6 +371,11 @@ async def run(bridge, body: dict[str, Any], path: str = "/agui/run", **headers: 
 def wire_bridge(**overrides: Any):
     """A bridge for the wire tests: threads have time to come back between the runs a test makes."""
     return running_bridge(**{"page_grace": 5, **overrides})
+
+
+# The Node apps' threads, too, come back between runs: on a loaded machine that can take more than
+# the short grace the other tests use. The grace tests set theirs.
+app_bridge = wire_bridge
 
 
 async def deliver(bridge, client: Client, name: str, arguments: dict, body: dict) -> tuple[asyncio.Task, Run, str]:
