@@ -50,6 +50,9 @@ def log_config(as_json: bool) -> dict:
 # that the bridge reads the frame and answers `too_large`, ending the call it answered.
 WS_FRAME_CAP_FACTOR = 4
 SHUTDOWN_FLUSH_SECONDS = 0.2
+# Longer than MCP clients keep an idle connection (httpx: 5 s), so the bridge never closes one just
+# as a client reuses it (uvicorn's default of 5 s raced it: requests failed with ReadError).
+KEEP_ALIVE_SECONDS = 30
 
 
 class PortInUse(OSError):
@@ -103,7 +106,7 @@ class RunningServer:
         # Pings find a page whose machine vanished without closing its socket.
         config = uvicorn.Config(bridge, log_config=log_config(s.log_json), log_level=s.log_level, access_log=False,
                                 ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False, ws_ping_interval=10,
-                                ws_ping_timeout=10, timeout_graceful_shutdown=3)
+                                ws_ping_timeout=10, timeout_graceful_shutdown=3, timeout_keep_alive=KEEP_ALIVE_SECONDS)
         self.uvicorn = _Server(config, bridge)
         self._sock = sock
         self._task: asyncio.Task[None] | None = None
