@@ -71,6 +71,9 @@ class CallTable:
         self._calls[call_id] = call
         return call
 
+    def get(self, call_id: str) -> Call | None:
+        return self._calls.get(call_id)
+
     def in_flight(self, session_id: str | None = None, *, room: str | None = None) -> list[Call]:
         return [c for c in self._calls.values()
                 if (session_id is None or c.session_id == session_id) and (room is None or c.room == room)]

@@ -199,9 +199,7 @@ class Hub:
             session = PageSession(msg.room, msg.page)
             self.sessions[session.id] = session
             log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
-        if session.expiry is not None:
-            session.expiry.cancel()
-            session.expiry = None
+        _stop_expiry(session)
         session.connection += 1
         session.connected = True
         return session, resumed
@@ -220,9 +218,8 @@ class Hub:
                      ) -> AsyncIterator[PageEvent | None]:
         """A page's event stream. A page whose stream is gone cannot be asked anything, even with its
         WebSocket open: unless a stream comes back within the grace period, the page is dropped."""
-        if session.connected and session.expiry is not None:
-            session.expiry.cancel()
-            session.expiry = None
+        if session.connected:
+            _stop_expiry(session)
         if last_event_id is not None or session.streamed:
             for observer in self.observers:
                 observer.stream_resumed(session.room)
@@ -234,23 +231,25 @@ class Hub:
             if not session.streaming and not session.closed:
                 self._expect_back(session)
 
-    def _expect_back(self, session: PageSession) -> None:
-        if session.expiry is None:
-            session.expiry = asyncio.get_running_loop().call_later(self.config.page_grace, self._expire, session)
+    def _expect_back(self, session: PageSession, seconds: float | None = None) -> None:
+        """Drop the page unless it comes back within `seconds` (the grace period); a clock already
+        running is kept, unless `seconds` says otherwise."""
+        if session.expiry is not None and seconds is None:
+            return
+        _stop_expiry(session)
+        session.expiry = asyncio.get_running_loop().call_later(
+            self.config.page_grace if seconds is None else seconds, self._expire, session)
 
     def allow_absence(self, session: PageSession, seconds: float) -> None:
         """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
         thread paused on an interrupt comes back when its user has answered."""
-        if session.closed or session.connected:
-            return
-        if session.expiry is not None:
-            session.expiry.cancel()
-        session.expiry = asyncio.get_running_loop().call_later(seconds, self._expire, session)
+        if not (session.closed or session.connected):
+            self._expect_back(session, seconds)
 
     def _expire(self, session: PageSession) -> None:
         session.expiry = None
         if not (session.connected and session.streaming):
-            log.info("page %s did not come back within %g s", session.id[:6], self.config.page_grace)
+            log.info("page %s did not come back in time", session.id[:6])
             self.drop(session)
 
     def drop(self, session: PageSession) -> None:
@@ -273,8 +272,7 @@ class Hub:
                 if session is not None:
                     session.push(messages.tool_cancel(call.call_id, "shutdown"))
         for session in self.sessions.values():
-            if session.expiry is not None:
-                session.expiry.cancel()
+            _stop_expiry(session)
             session.close()
         self.semantic.close()
 
@@ -404,7 +402,7 @@ class Hub:
 
     def cancel_call(self, call_id: str) -> bool:
         """An operator ends a call from the dashboard: the agent reads why, the page is told."""
-        call = next((c for c in self.calls.in_flight() if c.call_id == call_id), None)
+        call = self.calls.get(call_id)
         if call is None or not self.calls.settle(call_id, Outcome.failure("cancelled", OPERATOR_CANCELLED)):
             return False
         session = self.sessions.get(call.session_id)
@@ -452,6 +450,13 @@ class Hub:
             self.calls.close(call, outcome)
             session.settled(call.call_id)
         return outcome
+
+
+def _stop_expiry(session: PageSession) -> None:
+    """The page is back (or the bridge is stopping): the clock started when it went away stops."""
+    if session.expiry is not None:
+        session.expiry.cancel()
+        session.expiry = None
 
 
 def _not_json(arguments: dict[str, Any]) -> str | None:

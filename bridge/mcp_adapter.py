@@ -128,7 +128,6 @@ class RoomServer:
         return text
 
     def _room_changed(self, room: Room) -> None:
-        self.server.instructions = self._instructions()
         # Coalesced: a page registering 300 tools, or 20 searches activating one, notify once.
         if self._notify_task is None or self._notify_task.done():
             self._notify_task = asyncio.get_running_loop().create_task(self._notify_if_changed())
@@ -136,6 +135,7 @@ class RoomServer:
 
     async def _notify_if_changed(self) -> None:
         await asyncio.sleep(0)
+        self.server.instructions = self._instructions()  # once per burst of changes, like the notification
         # Looping catches a change made while the notifications were going out: `_room_changed`
         # starts no second task while this one runs.
         while (fingerprint := self.room.listing().fingerprint) != self._notified:
@@ -148,7 +148,8 @@ class RoomServer:
     # --- calls -----------------------------------------------------------------------------
 
     async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams):
-        route = self.hub.route(self.room.name, params.name, params.arguments or {}, pages_url=lambda: self._pages_url(ctx))
+        route = self.hub.route(self.room.name, params.name, params.arguments or {},
+                               pages_url=lambda: self._pages_url(ctx))
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
         if isinstance(route, Invoke):
@@ -321,19 +322,19 @@ class McpRooms:
     def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
         if not ROOM_NAME.fullmatch(room):
             return PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)
-        if not bearer_token_ok(scope, self.settings.agent_token):
-            return PlainTextResponse("This bridge needs 'Authorization: Bearer <agent token>'.", 401,
-                                     headers={"WWW-Authenticate": 'Bearer realm="agui-mcp-bridge"'})
-        return None
+        return missing_agent_token(scope, self.settings.agent_token)
 
 
-def bearer_token_ok(scope: Scope, token: str) -> bool:
-    """No token set, or the request presents it (compared in constant time)."""
+def missing_agent_token(scope: Scope, token: str) -> PlainTextResponse | None:
+    """401 unless no token is set or the request presents it (compared in constant time)."""
     if not token:
-        return True
+        return None
     presented = Headers(scope=scope).get("authorization", "")
     scheme, _, value = presented.partition(" ")
-    return scheme.lower() == "bearer" and secrets.compare_digest(value.strip().encode(), token.encode())
+    if scheme.lower() == "bearer" and secrets.compare_digest(value.strip().encode(), token.encode()):
+        return None
+    return PlainTextResponse("This bridge needs 'Authorization: Bearer <agent token>'.", 401,
+                             headers={"WWW-Authenticate": 'Bearer realm="agui-mcp-bridge"'})
 
 
 class LifespanNotEntered(RuntimeError):
