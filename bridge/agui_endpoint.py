@@ -178,10 +178,9 @@ class AguiEndpoint:
     async def _read(self, request: Request) -> tuple[RunAgentInput, str | None]:
         if request.method != "POST":
             raise Refused(405, "method_not_allowed", "POST a RunAgentInput (JSON) here.")
-        origin = request.headers.get("origin")
-        if not self.pages.origin_allowed(origin):
-            raise Refused(403, "forbidden_origin", f"Origin {origin} may not connect; start the bridge with "
-                          f"--allowed-origins including it.")
+        refusal = self.pages.origin_refusal(request.headers.get("origin"))
+        if refusal is not None:
+            raise Refused(403, "forbidden_origin", refusal)
         media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
             raise Refused(415, "unsupported_media_type", f"A run is a RunAgentInput sent as application/json, "

@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings
 from bridge.hub import Hub
-from bridge.mcp_adapter import McpRooms, bearer_token_ok
+from bridge.mcp_adapter import McpRooms, missing_agent_token
 from bridge.metrics import BridgeMetrics
 from bridge.page_endpoints import PageEndpoints, origin_pattern
 
@@ -81,8 +81,9 @@ class Bridge:
     def _routes(self) -> list[Any]:
         async def api_state(request: Request) -> Response:
             # Page URLs and the arguments of calls in flight are the users' data: the agent token guards them.
-            if not bearer_token_ok(request.scope, self.settings.agent_token):
-                return PlainTextResponse("The dashboard needs 'Authorization: Bearer <agent token>'.", 401)
+            refusal = missing_agent_token(request.scope, self.settings.agent_token)
+            if refusal is not None:
+                return refusal
             state = self.hub.state()
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])
@@ -98,9 +99,8 @@ class Bridge:
             return JSONResponse({"cancelled": False, "message": "No such call in flight."}, 404)
 
         async def metrics(request: Request) -> Response:
-            if not bearer_token_ok(request.scope, self.settings.agent_token):
-                return PlainTextResponse("Metrics need 'Authorization: Bearer <agent token>'.", 401)
-            return await self.metrics.endpoint(request)
+            refusal = missing_agent_token(request.scope, self.settings.agent_token)
+            return refusal or await self.metrics.endpoint(request)
 
         def page(name: str):
             async def endpoint(request: Request) -> FileResponse:
@@ -124,11 +124,9 @@ class Bridge:
 
     def _operator_refusal(self, request: Request) -> Response | None:
         # A POST from another site's page (CSRF) carries its Origin; the agent token, when set, is needed too.
-        if not self.pages.origin_allowed(request.headers.get("origin")):
+        if self.pages.origin_refusal(request.headers.get("origin")) is not None:
             return PlainTextResponse("Forbidden origin.", 403)
-        if not bearer_token_ok(request.scope, self.settings.agent_token):
-            return PlainTextResponse("This needs 'Authorization: Bearer <agent token>'.", 401)
-        return None
+        return missing_agent_token(request.scope, self.settings.agent_token)
 
     def _middleware(self) -> list[Middleware]:
         s = self.settings

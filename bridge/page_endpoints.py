@@ -43,27 +43,26 @@ class PageEndpoints:
         self._sockets: dict[str, WebSocket] = {}
         self._refused_origins: set[str] = set()
 
-    def origin_allowed(self, origin: str | None) -> bool:
-        # Browsers always send Origin; other clients (agents' tooling, tests) may not.
+    def origin_refusal(self, origin: str | None) -> str | None:
+        """Why a browser page from `origin` may not connect (logged once an origin), or None.
+
+        Browsers always send Origin; other clients (agents' tooling, tests) may not.
+        """
         if origin is None or self.allowed_origin.fullmatch(origin) is not None:
-            return True
+            return None
+        # The --allowed-origins value that would admit it too (file:// pages send "null").
+        admitting = ",".join(p for p in (self.settings.allowed_origins, origin) if p)
         if origin not in self._refused_origins and len(self._refused_origins) < 100:
             self._refused_origins.add(origin)
             log.warning("refused a page from origin %s; to admit it, start the bridge with --allowed-origins %s",
-                        origin, self._admitting(origin))
-        return False
-
-    def _admitting(self, origin: str) -> str:
-        """The --allowed-origins value that would admit `origin` too (file:// pages send "null")."""
-        return ",".join(p for p in (self.settings.allowed_origins, origin) if p)
+                        origin, admitting)
+        return f"Origin {origin} may not connect; start the bridge with --allowed-origins '{admitting}'."
 
     async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()
-        if not self.origin_allowed(ws.headers.get("origin")):
-            origin = ws.headers.get("origin", "")
-            await self._send(ws, ProtocolError("forbidden_origin", f"Origin {origin} may not connect; start the "
-                                               f"bridge with --allowed-origins '{self._admitting(origin)}'.")
-                             .to_message())
+        refusal = self.origin_refusal(ws.headers.get("origin"))
+        if refusal is not None:
+            await self._send(ws, ProtocolError("forbidden_origin", refusal).to_message())
             await ws.close(CLOSE_POLICY)
             return
         session: PageSession | None = None
@@ -132,10 +131,9 @@ class PageEndpoints:
             log.debug("page socket closed before a reply could be sent")
 
     async def events(self, request: Request):
-        origin = request.headers.get("origin")
-        if not self.origin_allowed(origin):
-            return JSONResponse({"type": "agui.error", "code": "forbidden_origin",
-                                 "message": f"Origin {origin} may not connect."}, 403)
+        refusal = self.origin_refusal(request.headers.get("origin"))
+        if refusal is not None:
+            return JSONResponse(ProtocolError("forbidden_origin", refusal).to_message(), 403)
         session = self.hub.session(request.query_params.get("session", ""))
         if session is None:
             return JSONResponse({"type": "agui.error", "code": "unknown_session",
