@@ -13,6 +13,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 
 import uvicorn
 
@@ -105,16 +106,23 @@ class RunningServer:
         # No permessage-deflate: pages send small JSON, and each compressor costs ~50 KB a page.
         # Pings find a page whose machine vanished without closing its socket.
         config = uvicorn.Config(bridge, log_config=log_config(s.log_json), log_level=s.log_level, access_log=False,
-                                ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False, ws_ping_interval=10,
-                                ws_ping_timeout=10, timeout_graceful_shutdown=3, timeout_keep_alive=KEEP_ALIVE_SECONDS)
+                                ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False,
+                                ws_ping_interval=10, ws_ping_timeout=10, timeout_graceful_shutdown=3,
+                                timeout_keep_alive=KEEP_ALIVE_SECONDS)
         self.uvicorn = _Server(config, bridge)
         self._sock = sock
         self._task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
-        host = self.bridge.settings.host
-        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+        return replace(self.bridge.settings, port=self.port).public_url.rstrip("/")
+
+    @classmethod
+    async def started(cls, settings: Settings, bridge: Bridge | None) -> RunningServer:
+        bridge = bridge or Bridge(settings)
+        server = cls(bridge, bind(bridge.settings))
+        await server.start()
+        return server
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self.uvicorn.serve(sockets=[self._sock]))
@@ -138,8 +146,7 @@ class RunningServer:
 async def serve(settings: Settings, *, bridge: Bridge | None = None,
                 ready: Callable[[RunningServer], None] | None = None) -> None:
     """Serve pages and MCP over HTTP until interrupted. `ready` is called once listening."""
-    server = RunningServer(bridge or Bridge(settings), bind(settings))
-    await server.start()
+    server = await RunningServer.started(settings, bridge)
     if ready is not None:
         ready(server)
     await server.wait()
@@ -149,8 +156,7 @@ async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None) -> No
     """Serve MCP for `settings.room` on stdin/stdout; pages connect over HTTP meanwhile."""
     from mcp.server.stdio import stdio_server
 
-    server = RunningServer(bridge or Bridge(settings), bind(settings))
-    await server.start()  # the MCP rooms run inside the app's lifespan, which has now started
+    server = await RunningServer.started(settings, bridge)  # the MCP rooms run in the app's lifespan, now started
     room = server.bridge.mcp.server(settings.room).server
     try:
         async with stdio_server() as (read, write):
