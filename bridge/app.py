@@ -60,16 +60,25 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
+        self.link = None
+        if self.settings.redis_url:
+            from bridge.redis_link import RedisLink  # the 'redis' extra: imported only in shared mode
+            self.link = RedisLink(self.hub, self.settings.redis_url, heartbeat=self.settings.redis_heartbeat)
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
-        """Runs the MCP session managers; enter it from the host app's lifespan when mounted."""
+        """Runs the MCP session managers (and shared mode's link); enter it from the host app's
+        lifespan when mounted."""
+        if self.link is not None:
+            await self.link.start()
         try:
             async with self.mcp.running():
                 yield
         finally:
             self.shutdown()
+            if self.link is not None:
+                await self.link.close()
 
     def shutdown(self) -> None:
         """Answer every call in flight with an error and tell the pages; for a host app's shutdown."""

@@ -100,8 +100,8 @@ class PageEndpoints:
                 except ProtocolError as exc:
                     if session is not None and exc.code in ("too_large", "bad_json") and looks_like_return(text):
                         # Never silence: the call this answer was for ends now, with the reason.
-                        ended = self.hub.unreadable_answer(session, call_id_in(text),
-                                                           f"The page's answer could not be taken: {exc.message}")
+                        ended = await self.hub.unreadable_answer(
+                            session, call_id_in(text), f"The page's answer could not be taken: {exc.message}")
                         if ended is not None:
                             exc.fields.setdefault("call_id", ended)
                     await self._send(ws, exc.to_message())
