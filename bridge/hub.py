@@ -73,9 +73,16 @@ class HubLink(Protocol):
 
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None: ...
 
+    async def waiting(self, session: PageSession) -> list[str]: ...
+
 
 class LinkDown(Exception):
-    """Shared mode cannot reach what it shares through; the message says what the user sees."""
+    """A call cannot reach its page through shared mode; `kind` is the outcome, the message what the
+    agent reads."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class HubObserver(Protocol):
@@ -195,6 +202,13 @@ class Hub:
     def waiting_call_ids(self, session: PageSession) -> set[str]:
         """The calls this page has been asked and not yet answered (by agents of any process)."""
         return set(session.pending_calls)
+
+    async def waiting_on(self, session: PageSession) -> list[str]:
+        """For a page coming back: the calls still waiting for it. An answer it sent that never
+        arrived (the connection, or the bridge process, died with it) can then be sent again."""
+        if self.link is not None:
+            return await self.link.waiting(session)
+        return sorted(session.pending_calls)
 
     def state(self) -> dict[str, Any]:
         """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
@@ -528,7 +542,7 @@ class Hub:
             outcome = Outcome.failure("timeout", f"The page did not answer within {self.config.call_timeout:g} s.")
             self._push(session, messages.tool_cancel(call.call_id, "timeout"))
         except LinkDown as exc:
-            outcome = Outcome.failure("unavailable", str(exc))
+            outcome = Outcome.failure(exc.kind, str(exc))
         except asyncio.CancelledError:
             if not call.future.done():
                 self._push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))

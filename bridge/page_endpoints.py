@@ -90,7 +90,9 @@ class PageEndpoints:
                         connection = session.connection
                         await self._take_over(session.id, ws)
                         events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
-                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, msg.id))
+                        waiting = await self.hub.waiting_on(session) if resumed else []
+                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, waiting,
+                                                     msg.id))
                     elif session is None:
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
                                             reply_to=getattr(msg, "id", None))

@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from bridge.calls import Outcome
@@ -34,11 +34,13 @@ log = logging.getLogger("bridge.redis")
 
 OTHER_EVENTS_KEPT = 1000  # cancels kept per page for resumes, as in one process
 BACKOFF_MAX = 5.0
+REDIS_CONNECTIONS = 32
 UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages and calls through; "
                "try again in a moment.")
 
 # An event for a page: numbered per page, kept (an invocation until its call ends, other events in a
 # capped stream), and published to whichever process streams that page. 0: the page is gone.
+# KEYS: page, its invocations, its other events, the call, the page's event channel.
 _PUSH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local n = redis.call('HINCRBY', KEYS[1], 'events', 1)
@@ -49,6 +51,10 @@ if ARGV[1] == 'agui.tool.invoke' then
   redis.call('HSET', KEYS[4], 'owner', ARGV[4], 'sid', ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ARGV[5])
 else
+  if ARGV[2] ~= '' then  -- a cancel ends its call here and now, so a late answer is refused
+    redis.call('HDEL', KEYS[2], ARGV[2])
+    redis.call('DEL', KEYS[4])
+  end
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], n .. '-0', 'e', event)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
@@ -88,7 +94,10 @@ class RedisLink:
         self.process_id = secrets.token_hex(8)
         self.heartbeat = heartbeat
         self.prefix = prefix
-        self.redis = Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_keepalive=True)
+        # Calls wait their turn for one of a bounded set of connections rather than fail at a burst.
+        self.redis = Redis(connection_pool=BlockingConnectionPool.from_url(
+            url, max_connections=REDIS_CONNECTIONS, timeout=5, decode_responses=True, socket_connect_timeout=2,
+            socket_keepalive=True))
         self._push = self.redis.register_script(_PUSH)
         self._settle = self.redis.register_script(_SETTLE)
         self._reply = self.redis.register_script(_REPLY)
@@ -447,7 +456,8 @@ class RedisLink:
     async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
         try:
             number = await self._push_event(session, data)
-        except RedisError:
+        except RedisError as exc:
+            log.warning("could not send a call to page %s through Redis: %s", session.id[:6], exc)
             raise LinkDown("unavailable", UNAVAILABLE) from None
         if not number:
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
@@ -484,6 +494,12 @@ class RedisLink:
                                                 self.prefix]))
         except RedisError:
             raise ProtocolError("unavailable", UNAVAILABLE, call_id=call_id) from None
+
+    async def waiting(self, session: PageSession) -> list[str]:
+        try:
+            return sorted(cast(list[str], await self.redis.hkeys(self._page(session.id, ":calls"))))
+        except RedisError:
+            return sorted(session.pending_calls)
 
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None:
         """An event stream opens here: follow the page's events, and fetch what it has not seen."""
