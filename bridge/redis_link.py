@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from bridge.calls import Outcome
 from bridge.catalog import Room, Tool
 from bridge.hub import Hub, LinkDown, TooManyRooms
+from bridge import messages
 from bridge.messages import PageInfo, ProtocolError, ToolDefinition
 from bridge.sessions import PageEvent, PageSession
 
@@ -104,6 +105,7 @@ class RedisLink:
         self._forget = self.redis.register_script(_FORGET)
         self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         self._streamed: set[str] = set()  # pages whose events this process subscribes to
+        self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
         self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runners: list[asyncio.Task[Any]] = []
@@ -215,11 +217,18 @@ class RedisLink:
             except (RedisError, OSError) as exc:
                 if self.up:
                     log.warning("lost the connection to Redis (%s); reconnecting", exc)
+                    self._lost()
                 self.up = False
                 self.synced.clear()
                 await self._pubsub.aclose()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+    def _lost(self) -> None:
+        """No answer can reach this process without Redis: its agents' calls end now, with the reason,
+        rather than at their timeout."""
+        for call in self.hub.calls.in_flight():
+            self.hub.calls.settle(call.call_id, Outcome.failure("unavailable", UNAVAILABLE))
 
     async def _beat(self) -> None:
         """Say this process lives, keep its pages' keys, and notice processes that stopped."""
@@ -233,6 +242,8 @@ class RedisLink:
 
     async def _beat_once(self) -> None:
         held = self._held()
+        if self._unsettled:
+            await self._tell_ended()
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.set(self._proc(self.process_id), "1", px=int(3 * self.heartbeat * 1000))
             for session in held:
@@ -257,7 +268,8 @@ class RedisLink:
 
     async def _sync(self) -> None:
         """After (re)connecting: write this process's pages as they are here, load everyone else's,
-        give the event streams served here what they missed, and end calls whose answer was lost."""
+        give the event streams served here what they missed, and tell pages of the calls that ended
+        here while Redis was away."""
         now = time.time()
         for session in self._held():
             await self._write_page(session, now)
@@ -284,13 +296,17 @@ class RedisLink:
             streamed = self.hub.session(sid)
             if streamed is not None and streamed.streaming:
                 await self._backlog(streamed, None)
-        waiting = list(self.hub.calls.in_flight())
-        if waiting:
-            exists = await self.redis.exists(*(self._call(c.call_id) for c in waiting))
-            if exists < len(waiting):
-                for call in waiting:
-                    if not await self.redis.exists(self._call(call.call_id)):
-                        self.hub.calls.settle(call.call_id, Outcome.failure("unavailable", UNAVAILABLE))
+        await self._tell_ended()
+
+    async def _tell_ended(self) -> None:
+        """Cancel, to their pages, the calls that ended here while Redis was away (a page not yet
+        written back by its process is tried again at the next heartbeat)."""
+        for call_id, sid in list(self._unsettled.items()):
+            if self.hub.session(sid) is None:  # the page is gone: nothing to tell
+                del self._unsettled[call_id]
+            elif await self._push_to(sid, messages.tool_cancel(call_id, "the bridge lost its connection to Redis")):
+                await self._end_call(sid, call_id)
+                del self._unsettled[call_id]
 
     # --- what other processes say ----------------------------------------------------------
 
@@ -466,16 +482,24 @@ class RedisLink:
         self._spawn(self._push_event(session, data), f"send {data['type']} to a page")
 
     async def _push_event(self, session: PageSession, data: dict[str, Any]) -> int:
+        return await self._push_to(session.id, data)
+
+    async def _push_to(self, sid: str, data: dict[str, Any]) -> int:
         call_id = data.get("call_id", "")
         return await self._push(
-            keys=[self._page(session.id), self._page(session.id, ":calls"), self._page(session.id, ":others"),
-                  self._call(call_id), self._events(session.id)],
-            args=[data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, session.id,
-                  OTHER_EVENTS_KEPT])
+            keys=[self._page(sid), self._page(sid, ":calls"), self._page(sid, ":others"), self._call(call_id),
+                  self._events(sid)],
+            args=[data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid, OTHER_EVENTS_KEPT])
 
     def settled(self, session: PageSession, call_id: str) -> None:
-        self._spawn(self._settle(keys=[self._page(session.id, ":calls"), self._call(call_id),
-                                       self._events(session.id)], args=[call_id]), "end a call")
+        self._spawn(self._end_call(session.id, call_id), "end a call")
+
+    async def _end_call(self, sid: str, call_id: str) -> None:
+        try:
+            await self._settle(keys=[self._page(sid, ":calls"), self._call(call_id), self._events(sid)], args=[call_id])
+        except RedisError:
+            self._unsettled[call_id] = sid  # ended here while Redis was away: the page is told on reconnecting
+            raise
 
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
         message = {"call_id": call_id, "outcome": {"result": outcome.result, "error": outcome.error,

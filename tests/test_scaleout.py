@@ -31,20 +31,24 @@ CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {
 ERAS = ["legacy", "2026-07-28"]
 
 
+def start_redis(port: int) -> subprocess.Popen:
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            return server
+        except redis.ConnectionError:
+            time.sleep(0.02)
+    raise AssertionError("redis-server did not start")
+
+
 @pytest.fixture(scope="module")
 def redis_server():
     port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield url
+    server = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
     server.terminate()
     server.wait(5)
 
@@ -365,3 +369,35 @@ async def test_kill_9_of_the_page_holding_process_loses_and_doubles_no_call(redi
         for process in processes:
             process.kill()
             process.wait(5)
+
+
+async def test_redis_lost_mid_run_gives_clear_errors_and_recovers():
+    port = free_port()
+    server = start_redis(port)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        async with bridges(url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode="legacy") as client:
+            await listed_on(b, ["user_confirm"])
+            waiting = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
+            await p.event()
+            server.terminate()
+            server.wait(5)
+            # The call in flight ends with the reason, not at its timeout; a new call too.
+            result = await asyncio.wait_for(waiting, 10)
+            assert result.is_error and "lost its connection to Redis" in result.content[0].text
+            refused = await asyncio.wait_for(client.call_tool("user_confirm", {"title": "y"}), 15)
+            assert refused.is_error and "lost its connection to Redis" in refused.content[0].text
+
+            server = start_redis(port)  # back, empty: the processes write their pages again
+            await eventually(lambda: a.bridge.link.up and b.bridge.link.up, timeout=15)
+            await listed_on(b, ["user_confirm"])
+            cancel = await p.event()  # the page hears that the call it was asked ended
+            assert cancel["type"] == "agui.tool.cancel" and "Redis" in cancel["reason"]
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "z"}))
+            invoke = await p.event()
+            assert invoke["params"] == {"title": "z"}
+            await p.answer(invoke["call_id"], "fine again")
+            assert (await asyncio.wait_for(task, 10)).content[0].text == "fine again"
+    finally:
+        server.terminate()
+        server.wait(5)
