@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from bridge.agui_endpoint import AguiEndpoint
-from bridge.config import Settings
+from bridge.config import Settings, UnusableSettings
 from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms, missing_agent_token
 from bridge.metrics import BridgeMetrics
@@ -49,6 +49,18 @@ def _web_client() -> Path:
 WEB_CLIENT = _web_client()
 
 
+def _redis_link(hub: Hub, settings: Settings) -> Any:
+    """Shared mode's link; the 'redis' extra is imported only then."""
+    try:
+        from bridge.redis_link import RedisLink
+    except ImportError:
+        raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
+    try:
+        return RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat)
+    except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
+        raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
+
+
 class Bridge:
     """The bridge as an ASGI app. `settings` or keyword overrides of `Settings` configure it."""
 
@@ -60,10 +72,7 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
-        self.link = None
-        if self.settings.redis_url:
-            from bridge.redis_link import RedisLink  # the 'redis' extra: imported only in shared mode
-            self.link = RedisLink(self.hub, self.settings.redis_url, heartbeat=self.settings.redis_heartbeat)
+        self.link = _redis_link(self.hub, self.settings) if self.settings.redis_url else None
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
 
     @asynccontextmanager

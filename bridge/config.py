@@ -90,7 +90,11 @@ class Settings:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
 
 
-class InsecureSettings(ValueError):
+class UnusableSettings(ValueError):
+    """Settings the bridge cannot start with; the message says what to change."""
+
+
+class InsecureSettings(UnusableSettings):
     pass
 
 

@@ -214,13 +214,15 @@ class Hub:
         """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
 
         Pages appear by `page_id`, the first 6 characters of their session id: the whole id lets
-        whoever holds it resume the session, so it is never published.
+        whoever holds it resume the session, so it is never published. In shared mode `here` says
+        whether this process holds the page (else another process does, and this one mirrors it).
         """
         now = time.monotonic()
         rooms = []
         for room in self.catalog.rooms():
             listing = room.listing()
             pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
+                      "here": self.link is None or s.holder == self.link.process_id,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
                                 for t in room.tools_of(s.id)]}
                      for s in self.pages_in(room.name)]

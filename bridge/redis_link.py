@@ -44,7 +44,13 @@ UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages a
 # KEYS: page, its invocations, its other events, the call, the page's event channel.
 _PUSH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local n = redis.call('HINCRBY', KEYS[1], 'events', 1)
+if redis.call('HEXISTS', KEYS[1], 'events') == 0 then
+  -- Numbering starts at the time in microseconds, so a Redis that lost its data (and the page
+  -- record written back) never numbers an event below one a page has already seen.
+  local now = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'events', now[1] .. string.sub('000000' .. now[2], -6))
+end
+local n = string.format('%.0f', redis.call('HINCRBY', KEYS[1], 'events', 1))  -- all digits, no 1.7e+15
 local event = '{"id":' .. n .. ',"data":' .. ARGV[3] .. '}'
 if ARGV[1] == 'agui.tool.invoke' then
   redis.call('HSET', KEYS[2], ARGV[2], event)
@@ -60,7 +66,7 @@ else
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
 redis.call('PUBLISH', KEYS[5], event)
-return n
+return 1
 """
 # A call ended: its invocation is never delivered again, and the page's stream forgets it.
 _SETTLE = """
@@ -105,12 +111,13 @@ class RedisLink:
         self._forget = self.redis.register_script(_FORGET)
         self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         self._streamed: set[str] = set()  # pages whose events this process subscribes to
+        self._asked: set[str] = set()  # calls of this process whose invocation is in Redis
         self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
         self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runners: list[asyncio.Task[Any]] = []
         self.up = False
-        self.synced = asyncio.Event()
+        self._tried = asyncio.Event()  # the first attempt to connect and load the catalog ended
         hub.link = self
 
     # --- keys ------------------------------------------------------------------------------
@@ -147,13 +154,15 @@ class RedisLink:
     # --- life ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen and beat; returns once the catalog is loaded, or after a while if Redis is away
-        (the link keeps trying, and calls fail with a clear error meanwhile)."""
+        """Listen and beat; returns once the catalog is loaded, or once Redis did not answer (the
+        link keeps trying, and calls fail with a clear error meanwhile)."""
         self._runners = [asyncio.create_task(self._listen()), asyncio.create_task(self._beat()),
                          asyncio.create_task(self._write())]
         try:
-            await asyncio.wait_for(self.synced.wait(), 5)
+            await asyncio.wait_for(self._tried.wait(), 5)
         except TimeoutError:
+            pass
+        if not self.up:
             log.error("Redis is not reachable; pages and agents get errors until it is (retrying)")
 
     async def close(self) -> None:
@@ -211,7 +220,7 @@ class RedisLink:
                 if not self.up:
                     log.info("shared mode: process %s joined through Redis", self.process_id)
                 self.up, delay = True, 0.1
-                self.synced.set()
+                self._tried.set()
                 async for message in self._pubsub.listen():
                     self._dispatch(message["channel"], message["data"])
             except (RedisError, OSError) as exc:
@@ -219,7 +228,7 @@ class RedisLink:
                     log.warning("lost the connection to Redis (%s); reconnecting", exc)
                     self._lost()
                 self.up = False
-                self.synced.clear()
+                self._tried.set()
                 await self._pubsub.aclose()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
@@ -290,8 +299,11 @@ class RedisLink:
                 entries = sorted((json.loads(t) for t in tools.values()), key=lambda t: t["seq"])
                 self._mirror_tools(mirror, entries, [], full=True)
         for session in list(self.hub.sessions.values()):
-            if session.holder not in (None, self.process_id) and session.id not in known:
-                self.hub.drop(session)
+            if session.holder not in (None, self.process_id) and session.id not in known and session.expiry is None:
+                # Not in Redis (it lost its data, or the page left meanwhile): its holder writes it back
+                # soon if it lives; if not, it goes after the grace period.
+                session.connected = False
+                self.hub.expect_back(session)
         for sid in list(self._streamed):
             streamed = self.hub.session(sid)
             if streamed is not None and streamed.streaming:
@@ -304,6 +316,7 @@ class RedisLink:
         for call_id, sid in list(self._unsettled.items()):
             if self.hub.session(sid) is None:  # the page is gone: nothing to tell
                 del self._unsettled[call_id]
+                self._asked.discard(call_id)
             elif await self._push_to(sid, messages.tool_cancel(call_id, "the bridge lost its connection to Redis")):
                 await self._end_call(sid, call_id)
                 del self._unsettled[call_id]
@@ -475,7 +488,9 @@ class RedisLink:
         except RedisError as exc:
             log.warning("could not send a call to page %s through Redis: %s", session.id[:6], exc)
             raise LinkDown("unavailable", UNAVAILABLE) from None
-        if not number:
+        if number:
+            self._asked.add(call_id)
+        else:
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
@@ -495,11 +510,14 @@ class RedisLink:
         self._spawn(self._end_call(session.id, call_id), "end a call")
 
     async def _end_call(self, sid: str, call_id: str) -> None:
+        if call_id not in self._asked:
+            return  # it never reached Redis
         try:
             await self._settle(keys=[self._page(sid, ":calls"), self._call(call_id), self._events(sid)], args=[call_id])
         except RedisError:
             self._unsettled[call_id] = sid  # ended here while Redis was away: the page is told on reconnecting
             raise
+        self._asked.discard(call_id)
 
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
         message = {"call_id": call_id, "outcome": {"result": outcome.result, "error": outcome.error,

@@ -401,3 +401,22 @@ async def test_redis_lost_mid_run_gives_clear_errors_and_recovers():
     finally:
         server.terminate()
         server.wait(5)
+
+
+async def test_redis_unreachable_at_start_the_bridge_serves_and_says_why():
+    async with running_bridge(redis_url=f"redis://127.0.0.1:{free_port()}/0") as b, page(b, CONFIRM), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        assert not b.bridge.link.up
+        result = await asyncio.wait_for(client.call_tool("user_confirm", {"title": "x"}), 15)
+        assert result.is_error and "lost its connection to Redis" in result.content[0].text
+
+
+@pytest.mark.parametrize("url, problem", [("http://127.0.0.1:6379", "must specify one of the following schemes"),
+                                          ("redis://127.0.0.1:1/0", "needs the 'redis' extra")])
+def test_unusable_redis_settings_are_one_line_and_exit_2(url, problem):
+    hide_redis = "import sys; sys.modules['redis'] = None; " if "extra" in problem else ""
+    run = subprocess.run([sys.executable, "-c", f"{hide_redis}from bridge.cli import main; "
+                          f"main(['serve', '--port', '0', '--redis-url', {url!r}])"],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2
+    assert problem in run.stderr and len(run.stderr.strip().splitlines()) == 1
