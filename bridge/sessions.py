@@ -46,6 +46,7 @@ class PageSession:
         self._invocations: dict[str, int] = {}  # call_id -> its invocation's event id, while the call waits
         self._others: deque[int] = deque()  # ids of the other events, oldest first
         self._ended: OrderedDict[str, None] = OrderedDict()  # calls ended lately, so none comes back
+        self._delivered = False  # events arrive through deliver (shared mode)
         self._next_id = 1
         self._stream = 0  # bumped per event stream, so only the newest one is fed
         self._open_streams = 0
@@ -74,6 +75,7 @@ class PageSession:
     def deliver(self, event: PageEvent) -> None:
         """An event numbered elsewhere (shared mode); one already kept, or the invocation of a call
         that ended (a backlog read can cross the news of its end), is ignored."""
+        self._delivered = True
         if event.id in self._events or event.data.get("call_id") in self._ended:
             return
         if event.id < self._next_id:  # came late (a backlog read after live events): keep id order
@@ -96,9 +98,10 @@ class PageSession:
 
     def settled(self, call_id: str) -> None:
         """The call ended: its invocation is never delivered again, not even on a resume."""
-        self._ended[call_id] = None
-        if len(self._ended) > OTHER_EVENTS_KEPT:
-            self._ended.popitem(last=False)
+        if self._delivered:  # only events read from elsewhere can come back after their call ended
+            self._ended[call_id] = None
+            if len(self._ended) > OTHER_EVENTS_KEPT:
+                self._ended.popitem(last=False)
         event_id = self._invocations.pop(call_id, None)
         if event_id is not None:
             del self._events[event_id]
