@@ -76,10 +76,16 @@ redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[1] .. '"}')
 """
 # A page's answer (ARGV[3] = 1) or progress for a call: only the page it was asked of, only
 # while the call waits; an answer claims it, so a second answer finds nothing.
+# An answer also ends the call for the page's stream, as _SETTLE would (one round trip less a call).
+# KEYS: the call, the page's invocations, its event channel; ARGV: sid, message, claim, prefix, call_id.
 _REPLY = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner or redis.call('HGET', KEYS[1], 'sid') ~= ARGV[1] then return 0 end
-if ARGV[3] == '1' then redis.call('DEL', KEYS[1]) end
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[2], ARGV[5])
+  redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[5] .. '"}')
+end
 redis.call('PUBLISH', ARGV[4] .. 'proc:' .. owner, ARGV[2])
 return 1
 """
@@ -397,6 +403,7 @@ class RedisLink:
     def _on_reply(self, message: dict[str, Any]) -> None:
         call_id = message["call_id"]
         if "outcome" in message:
+            self._asked.discard(call_id)  # the answer ended it in Redis too
             self.hub.calls.settle(call_id, Outcome(**message["outcome"]))
         else:
             progress, total, text = message["progress"]
@@ -531,9 +538,10 @@ class RedisLink:
 
     async def _send_reply(self, session: PageSession, call_id: str, message: dict[str, Any], *, claim: bool) -> bool:
         try:
-            return bool(await self._reply(keys=[self._call(call_id)],
-                                          args=[session.id, json.dumps(message), "1" if claim else "0",
-                                                self.prefix]))
+            return bool(await self._reply(keys=[self._call(call_id), self._page(session.id, ":calls"),
+                                                self._events(session.id)],
+                                          args=[session.id, json.dumps(message), "1" if claim else "0", self.prefix,
+                                                call_id]))
         except RedisError:
             raise ProtocolError("unavailable", UNAVAILABLE, call_id=call_id) from None
 
