@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
+from types import SimpleNamespace
 
 import anyio
 import httpx
@@ -319,11 +320,11 @@ class FailoverPage:
             self.outbox[invoke["call_id"]] = answer  # sent after reconnecting
 
 
-def start_process(port: int, redis_url: str) -> subprocess.Popen:
+def start_process(port: int, redis_url: str, page_grace: float = 10) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--redis-url", redis_url,
-                             "--redis-heartbeat", "0.2", "--page-grace", "10", "--max-calls-per-page", "500",
+                             "--redis-heartbeat", "0.2", "--page-grace", str(page_grace), "--max-calls-per-page", "500",
                              "--log-level", "warning"],
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.DEVNULL)
 
 
 async def wait_for_port(port: int) -> None:
@@ -420,3 +421,26 @@ def test_unusable_redis_settings_are_one_line_and_exit_2(url, problem):
                          capture_output=True, text=True, timeout=30)
     assert run.returncode == 2
     assert problem in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+async def test_pages_of_a_killed_process_that_never_come_back_expire_and_fail_their_calls(redis_url):
+    port = free_port()
+    process = start_process(port, redis_url, page_grace=0.5)
+    try:
+        await wait_for_port(port)
+        async with bridges(redis_url, count=1, page_grace=0.5) as (b,), Client(b.mcp_url(), mode="legacy") as client:
+            gone = Page(SimpleNamespace(url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}/agui/ws"))
+            await gone.connect()
+            await gone.register(CONFIRM)
+            await listed_on(b, ["user_confirm"])
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
+            await gone.event()
+            process.kill()  # no goodbye: only its heartbeat stops
+            result = await asyncio.wait_for(task, 10)  # heartbeats (3 x 0.2 s) + grace (0.5 s), not the timeout
+            assert result.is_error and "went away" in result.content[0].text
+            assert (await client.list_tools()).tools == []
+            assert await b.bridge.link.redis.keys("agui:page:*") == []
+            await gone.drop()
+    finally:
+        process.kill()
+        process.wait(5)
