@@ -228,7 +228,10 @@ class RedisLink:
                 self.up, delay = True, 0.1
                 self._tried.set()
                 async for message in self._pubsub.listen():
-                    self._dispatch(message["channel"], message["data"])
+                    try:
+                        self._dispatch(message["channel"], message["data"])
+                    except Exception:  # one bad message (another version, a stray publisher) stops nothing
+                        log.exception("ignored a message on %s that could not be applied", message["channel"])
             except (RedisError, OSError) as exc:
                 if self.up:
                     log.warning("lost the connection to Redis (%s); reconnecting", exc)

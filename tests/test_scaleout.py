@@ -444,3 +444,15 @@ async def test_pages_of_a_killed_process_that_never_come_back_expire_and_fail_th
     finally:
         process.kill()
         process.wait(5)
+
+
+async def test_a_stray_message_on_a_channel_stops_nothing(redis_url):
+    async with bridges(redis_url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode="legacy") as client:
+        await listed_on(b, ["user_confirm"])
+        for channel, data in (("agui:catalog", "not json"), ("agui:catalog", '{"op": "tools"}'),
+                              (f"agui:proc:{b.bridge.link.process_id}", '{"call_id": "c_nope", "outcome": 5}')):
+            await b.bridge.link.redis.publish(channel, data)
+        task = asyncio.create_task(client.call_tool("user_confirm", {"title": "still"}))
+        invoke = await p.event()
+        await p.answer(invoke["call_id"], "fine")
+        assert (await asyncio.wait_for(task, 10)).content[0].text == "fine"
