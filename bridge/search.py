@@ -879,7 +879,8 @@ class _SemanticTier:
 
     def similarities(self, query: str, size: int) -> np.ndarray:
         """Similarity of the query to each slot's tool (see NAME_SHARE; 0 where there is no
-        vector), for slots 0 .. size - 1 at least."""
+        vector), for slots 0 .. size - 1 (the slots in use: the arrays grow by doubling, and
+        the product reads only these rows)."""
         vector = self._queries.pop(query, None)
         if vector is None:
             vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
@@ -887,7 +888,10 @@ class _SemanticTier:
                 del self._queries[next(iter(self._queries))]
         self._queries[query] = vector
         assert self._vectors is not None
-        found = np.zeros(max(size, len(self._vectors)))
-        found[:len(self._vectors)] = self._vectors @ vector
-        found[:len(self._has)][~self._has] = 0.0
+        found = np.zeros(size, dtype=np.float32)
+        rows = min(size, len(self._vectors), len(self._has))
+        # numpy's own loop, not BLAS: OpenBLAS runs this product on all cores, and on a busy
+        # machine waiting for its threads took 10-15 ms at 10,000 tools where one took 0.6.
+        found[:rows] = np.einsum("ij,j->i", self._vectors[:rows], vector)
+        found[:rows][~self._has[:rows]] = 0.0
         return found
