@@ -194,10 +194,13 @@ def test_a_tool_is_found_by_meaning_through_its_name_or_its_description_and_more
 
 
 def test_the_nearest_tools_by_meaning_are_found_among_many_whatever_their_order() -> None:
-    tools = [tool(f"tool_{number}", f"Does thing number {number}") for number in range(40)]
-    index = ToolIndex([*tools[:20], tool("get_forecast", "Tells the forecast"), *tools[20:]],
+    # 100 tools: past the 64 slots the vectors start with, so they have grown.
+    tools = [tool(f"tool_{number}", f"Does thing number {number}") for number in range(99)]
+    index = ToolIndex([*tools[:70], tool("get_forecast", "Tells the forecast"), *tools[70:]],
                       embedder=WordHashEmbedder())
     asyncio.run(embed_pending(index))
+    assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
+    index.remove([f"tool_{number}" for number in range(80)])  # slots freed, the arrays as large
     assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
 
 
