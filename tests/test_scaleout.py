@@ -81,6 +81,8 @@ async def test_a_page_on_one_process_is_called_by_an_agent_on_another(redis_url,
         assert not result.is_error and result.content[0].text == "yes"
         await p.answer(invoke["call_id"], "twice")
         assert (await p.reply())["code"] == "unknown_call"
+        (on_a,), (on_b,) = (b_.hub.state()["rooms"][0]["pages"] for b_ in (a, b))
+        assert on_a["here"] is True and on_b["here"] is False and on_b["connected"] is True
 
 
 def tools_of(b) -> list[str]:
