@@ -789,7 +789,7 @@ class _SemanticTier:
         self._waiting: dict[int, dict[bytes, np.ndarray]] = {}  # slot still to embed -> its texts' vectors so far
         self._pending: dict[bytes, tuple[str, set[int]]] = {}  # hash -> (text, slots waiting for it)
         self._in_flight: set[bytes] = set()  # hashes in a job not handed back yet
-        self._cache: dict[bytes, np.ndarray] = {}  # hash -> vector, oldest first
+        self._cache: dict[bytes, np.ndarray] = {}  # hash of a text, or a tool's two -> vector, oldest first
         self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
 
     @property
@@ -798,6 +798,11 @@ class _SemanticTier:
 
     def add(self, slot: int, texts: tuple[str, str]) -> None:
         hashes = self._hashes_at[slot] = (self._hash(texts[0]), self._hash(texts[1]))
+        # A tool seen before (a reload, another tab): its combined vector, one lookup.
+        vector = self._cache.get(hashes[0] + hashes[1])
+        if vector is not None:
+            self._set(slot, vector)
+            return
         found = {digest: vector for digest in hashes if (vector := self._cache.get(digest)) is not None}
         if len(found) == len(set(hashes)):
             self._set(slot, self._combined(hashes, found))
@@ -810,10 +815,17 @@ class _SemanticTier:
     def _hash(self, text: str) -> bytes:
         return text_hash(f"{self.embedder.name}\0{text}")
 
-    @staticmethod
-    def _combined(hashes: tuple[bytes, bytes], vectors: Mapping[bytes, np.ndarray]) -> np.ndarray:
+    def _combined(self, hashes: tuple[bytes, bytes], vectors: Mapping[bytes, np.ndarray]) -> np.ndarray:
+        """The tool's vector (see NAME_SHARE), kept under the pair of hashes."""
         name, about = hashes
-        return NAME_SHARE * vectors[name] + (1 - NAME_SHARE) * vectors[about]
+        combined = NAME_SHARE * vectors[name] + (1 - NAME_SHARE) * vectors[about]
+        self._keep(name + about, combined)
+        return combined
+
+    def _keep(self, key: bytes, vector: np.ndarray) -> None:
+        if len(self._cache) >= _VECTORS_KEPT:
+            del self._cache[next(iter(self._cache))]
+        self._cache[key] = vector
 
     def remove(self, slot: int) -> None:
         hashes = self._hashes_at.pop(slot, ())
@@ -847,9 +859,7 @@ class _SemanticTier:
             return
         vectors = np.asarray(job.vectors, dtype=np.float32)
         for digest, vector in zip(job.hashes, vectors):
-            if len(self._cache) >= _VECTORS_KEPT:
-                del self._cache[next(iter(self._cache))]
-            self._cache[digest] = vector
+            self._keep(digest, vector)
             found = self._pending.pop(digest, None)
             for slot in found[1] if found is not None else ():
                 has = self._waiting[slot]

@@ -105,6 +105,18 @@ def test_embedding_is_cached_by_text_so_registering_again_costs_nothing() -> Non
     assert len(embedder.embedded) == asked + 1
 
 
+def test_each_text_is_cached_apart_so_a_known_name_is_not_embedded_again() -> None:
+    embedder = WordHashEmbedder()
+    index = ToolIndex(TOOLS, embedder=embedder)
+    asyncio.run(embed_pending(index))
+    index.add([IndexedTool(key="get_weather__v2", name="get_weather", description="Weather radar for a city")])
+    job = index.embedding_job()
+    assert job is not None and job.texts == ["Weather radar for a city"]
+    index.store_embeddings(job.compute())
+    assert index.pending_embeddings == 0
+    assert keys(index.search("umbrella", limit=2)) == ["get_weather", "get_weather__v2"]
+
+
 def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
     embedder = WordHashEmbedder()
     index = ToolIndex(TOOLS, embedder=embedder)
