@@ -86,7 +86,14 @@ class FastEmbedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return _normalised(np.asarray(list(self._model.passage_embed(list(texts), batch_size=64)), dtype=np.float32))
+        # Shortest first: a batch is padded to its longest text, and a tool's name (a few
+        # words) batched with descriptions cost as much as one (~1.6x the time for a tool's two).
+        order = sorted(range(len(texts)), key=lambda at: len(texts[at]))
+        embedded = np.asarray(list(self._model.passage_embed([texts[at] for at in order], batch_size=64)),
+                              dtype=np.float32)
+        vectors = np.empty_like(embedded)
+        vectors[order] = embedded
+        return _normalised(vectors)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """embed_query of many texts in batches (for benchmarks)."""

@@ -267,6 +267,14 @@ def test_the_real_model_finds_a_tool_that_shares_no_word_with_the_request(minilm
     assert keys(index.search("how many yen is 20 euros"))[0] == "convert_currency"
 
 
+def test_the_real_model_returns_vectors_in_the_order_of_the_texts_whatever_their_lengths(minilm) -> None:
+    texts = ["Book a plane ticket between two airports for one or more passengers, with seats", "play music",
+             "Weather forecast for a city", "send email"]
+    together = minilm.embed_documents(texts)  # embedded shortest first, handed back in this order
+    alone = np.stack([minilm.embed_documents([text])[0] for text in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
 def test_a_missing_model_directory_is_a_clear_error() -> None:
     pytest.importorskip("fastembed")
     with pytest.raises(SemanticSearchUnavailable, match="no model directory"):
