@@ -26,9 +26,10 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings
@@ -51,9 +52,14 @@ WEB_CLIENT = _web_client()
 MCP_ROUTE = re.compile(r"/mcp|/rooms/(?P<room>[^/]+)/mcp")  # the paths of the two MCP routes below
 
 
-def _from_a_browser(scope: Scope) -> bool:
-    """Browsers send Origin and read the answer only with CORS headers, which the middleware adds."""
-    return any(name == b"origin" for name, _ in scope["headers"])
+def _needs_cors(scope: Scope) -> bool:
+    """A cross-origin browser request (it sends Origin) reads the answer only with the CORS headers
+    the middleware adds; WebSockets have no CORS (the page endpoint checks their Origin itself)."""
+    return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
+
+
+async def _endpoint_in_scope(scope: Scope, receive: Receive, send: Send) -> None:
+    await scope["endpoint"](scope, receive, send)
 
 
 def _route_path(scope: Scope) -> str:
@@ -74,9 +80,10 @@ class Bridge:
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
-        # Agents' MCP requests skip the middleware stack and the router (~0.1 ms and a few KB a request):
-        # the Host is still checked first, and the SDK checks Host and Origin again itself.
-        self._agents = TrustedHostMiddleware(self.mcp, allowed_hosts=self._trusted_hosts())
+        # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
+        # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
+        # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
+        self._direct = TrustedHostMiddleware(_endpoint_in_scope, allowed_hosts=self._trusted_hosts())
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -92,13 +99,35 @@ class Bridge:
         self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not _from_a_browser(scope):
-            route = MCP_ROUTE.fullmatch(_route_path(scope))
-            if route is not None:
-                room = route["room"]
-                await self._agents({**scope, "path_params": {"room": room} if room else {}}, receive, send)
-                return
-        await self._app(scope, receive, send)
+        if scope["type"] == "lifespan" or _needs_cors(scope) or not self._route_directly(scope):
+            await self._app(scope, receive, send)
+        else:
+            await self._direct(scope, receive, send)
+
+    def _route_directly(self, scope: Scope) -> bool:
+        """Whether an endpoint serves this request without the stack; it goes into the scope (updated in
+        place, as Starlette's router does: a copy would be kept as long as a page stays connected)."""
+        path = _route_path(scope)
+        if scope["type"] == "websocket":
+            endpoint: ASGIApp | None = self._page_socket if path == "/agui/ws" else None
+        elif path == "/agui/events" and scope["method"] in ("GET", "HEAD"):
+            endpoint = self._page_events
+        elif (mcp := MCP_ROUTE.fullmatch(path)) is not None:
+            endpoint = self.mcp
+            scope["path_params"] = {"room": mcp["room"]} if mcp["room"] else {}
+        else:
+            endpoint = None
+        if endpoint is None:
+            return False
+        scope["endpoint"] = endpoint
+        return True
+
+    async def _page_socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.pages.websocket(WebSocket(scope, receive, send))
+
+    async def _page_events(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.pages.events(Request(scope, receive))
+        await response(scope, receive, send)
 
     def _routes(self) -> list[Any]:
         async def api_state(request: Request) -> Response:
@@ -130,7 +159,6 @@ class Bridge:
             return endpoint
 
         return [
-            WebSocketRoute("/agui/ws", self.pages.websocket),
             Route("/agui/events", self.pages.events),
             Route("/agui/run", self.agui),
             Route("/rooms/{room}/agui/run", self.agui),

@@ -146,3 +146,17 @@ async def test_agents_skip_the_middleware_and_browsers_get_cors_headers():
         with anyio.fail_after(5):
             async with Client(b.mcp_url("team"), mode="legacy") as client:
                 assert (await client.list_tools()).tools == []
+
+
+async def test_page_event_streams_get_cors_headers_only_when_cross_origin():
+    origin = "http://localhost:3000"
+    async with running_bridge(allowed_origins=origin) as b, page(b, CONFIRM) as p, \
+            httpx.AsyncClient(timeout=10) as http:
+        events = f"{b.url}/agui/events?session={p.session_id}"
+        same_origin = await http.head(events)
+        assert same_origin.status_code == 200 and "access-control-allow-origin" not in same_origin.headers
+        cross_origin = await http.head(events, headers={"Origin": origin})
+        assert cross_origin.status_code == 200 and cross_origin.headers["access-control-allow-origin"] == origin
+        assert (await http.head(events, headers={"Origin": "https://evil.example"})).status_code == 403
+        assert (await http.post(events)).status_code == 405  # only GET and HEAD, as the route says
+        assert (await http.head(f"{b.url}/agui/events?session=nope")).status_code == 404
