@@ -20,6 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -49,6 +51,7 @@ def _web_client() -> Path:
 
 
 WEB_CLIENT = _web_client()
+SHUTDOWN_POLL_SECONDS = 0.5
 MCP_ROUTE = re.compile(r"/mcp|/rooms/(?P<room>[^/]+)/mcp")  # the paths of the two MCP routes below
 
 
@@ -89,10 +92,20 @@ class Bridge:
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """Runs the MCP session managers; enter it from the host app's lifespan when mounted."""
         try:
-            async with self.mcp.running():
+            async with self.mcp.running(), anyio.create_task_group() as watching:
+                watching.start_soon(self._shut_down_with_the_server)
                 yield
+                watching.cancel_scope.cancel()
         finally:
             self.shutdown()
+
+    async def _shut_down_with_the_server(self) -> None:
+        """uvicorn ends the lifespan only once every connection has closed, and a page's event stream
+        never closes by itself: when the server starts to exit (sse-starlette notes uvicorn's exit in
+        `AppStatus`), the calls are answered and the streams end now, not a page grace later."""
+        while not AppStatus.should_exit:
+            await anyio.sleep(SHUTDOWN_POLL_SECONDS)
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Answer every call in flight with an error and tell the pages; for a host app's shutdown."""
