@@ -184,24 +184,34 @@ class ReciprocalRankFusion(ToolIndex):
         return fused
 
 
-def tier_table(tools, single, multi, embedder, weights: list[float]) -> None:
-    """Lexical against hybrid, and the hybrid's fusion: weighted scores at several lexical
-    weights, and reciprocal rank fusion."""
+def tier_table(tools, single, multi, embedder, weights: list[float], name_shares: list[float]) -> None:
+    """Lexical against hybrid; what the model reads of a tool (one text, or name and
+    description apart at several NAME_SHAREs); and the fusion: weighted scores at several
+    lexical weights, and reciprocal rank fusion."""
     print()
     print(f"Tiers ({embedder.name}):")
-    print(f"{'tier':<44} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'multi R@5':>9} {'hits':>6}")
-    chosen = search_module.FUSION_WEIGHT
-    systems = [("lexical (ToolIndex, no embedder)", lambda: tool_index_search(tools))]
-    for weight in weights:
-        label = f"hybrid, weighted, lexical x {weight:g}" + (" (bridge)" if weight == chosen else "")
-        systems.append((label, lambda weight=weight: _with_weight(weight, lambda: hybrid_search(tools, embedder))))
-    systems.append(("hybrid, reciprocal rank fusion (k = 60)",
+    print(f"{'tier':<52} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'multi R@5':>9} {'hits':>6}")
+    weight, share = search_module.FUSION_WEIGHT, search_module.NAME_SHARE
+    systems = [("lexical (ToolIndex, no embedder)", lambda: tool_index_search(tools)),
+               (f"hybrid, one text (name. description), lex x {weight:g}",
+                lambda: _with_texts(_one_text, lambda: hybrid_search(tools, embedder)))]
+    for name_share in name_shares:
+        label = f"hybrid, name x {name_share:g} + description, lex x {weight:g}"
+        label += " (bridge)" if name_share == share else ""
+        systems.append((label, lambda name_share=name_share: _with_name_share(
+            name_share, lambda: hybrid_search(tools, embedder))))
+    for lexical in weights:
+        if lexical != weight:
+            systems.append((f"hybrid, name x {share:g} + description, lex x {lexical:g}",
+                            lambda lexical=lexical: _with_weight(lexical, lambda: hybrid_search(tools, embedder))))
+    systems.append((f"hybrid, name x {share:g}, reciprocal rank fusion (k = 60)",
                     lambda: hybrid_search(tools, embedder, ReciprocalRankFusion)))
-    systems.append(("semantic only (lexical x 0)", lambda: _with_weight(0.0, lambda: hybrid_search(tools, embedder))))
+    systems.append((f"semantic only (name x {share:g}, lexical x 0)",
+                    lambda: _with_weight(0.0, lambda: hybrid_search(tools, embedder))))
     for label, build in systems:
         search = build()
         scores = score_single(search, single)
-        print(f"{label:<44} {scores['R@1']:>6.3f} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} "
+        print(f"{label:<52} {scores['R@1']:>6.3f} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} "
               f"{scores['MRR@10']:>6.3f} {score_multi(search, multi):>9.3f} {scores['hits']:>6.2f}", flush=True)
 
 
@@ -217,6 +227,30 @@ def _with_weight(weight: float, build: Callable[[], Search]) -> Search:
             search_module.FUSION_WEIGHT = saved
 
     return weighted
+
+
+def _with_name_share(share: float, build: Callable[[], Search]) -> Search:
+    """A search whose index was built with NAME_SHARE = share (it weighs the vectors when stored)."""
+    saved, search_module.NAME_SHARE = search_module.NAME_SHARE, share
+    try:
+        return build()
+    finally:
+        search_module.NAME_SHARE = saved
+
+
+def _one_text(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
+    """The model reading one text of the tool (as the bridge did before the two fields)."""
+    text = ". ".join(part for part in (" ".join(name_words), tool.description) if part)
+    return text, text
+
+
+def _with_texts(texts: Callable[[IndexedTool, list[str]], tuple[str, str]], build: Callable[[], Search]) -> Search:
+    """A search whose index was built with `texts` as what the model reads of each tool."""
+    saved, search_module._embedding_texts = search_module._embedding_texts, texts
+    try:
+        return build()
+    finally:
+        search_module._embedding_texts = saved
 
 
 # --- metrics -------------------------------------------------------------------------------
@@ -292,8 +326,10 @@ def main() -> None:
     parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
     parser.add_argument("--model", help="also measure the hybrid tier with this fastembed model name")
     parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
-    parser.add_argument("--weights", type=float, nargs="+", default=[0.2, 0.3, 0.5, 0.7],
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.2, 0.3, 0.5],
                         help="lexical weights of the fusion to compare")
+    parser.add_argument("--name-shares", type=float, nargs="+", default=[0.0, 0.2, 0.3, 0.5],
+                        help="shares of the name's similarity (NAME_SHARE) to compare")
     args = parser.parse_args()
 
     dataset = args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset
@@ -349,7 +385,7 @@ def main() -> None:
         started = time.perf_counter()
         embedder = PrecomputedQueries(model, sorted({q for q, _ in single} | {q for q, _ in multi}))
         print(f"\n(embedded {len(embedder.vectors)} queries in {time.perf_counter() - started:.0f} s)")
-        tier_table(tools, single, multi, embedder, args.weights)
+        tier_table(tools, single, multi, embedder, args.weights, args.name_shares)
 
 
 if __name__ == "__main__":

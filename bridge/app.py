@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from bridge.agui_endpoint import AguiEndpoint
-from bridge.config import Settings
+from bridge.config import Settings, UnusableSettings
 from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms, missing_agent_token
 from bridge.metrics import BridgeMetrics
@@ -71,6 +71,18 @@ def _route_path(scope: Scope) -> str:
     return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
 
 
+def _redis_link(hub: Hub, settings: Settings) -> Any:
+    """Shared mode's link; the 'redis' extra is imported only then."""
+    try:
+        from bridge.redis_link import RedisLink
+    except ImportError:
+        raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
+    try:
+        return RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat)
+    except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
+        raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
+
+
 class Bridge:
     """The bridge as an ASGI app. `settings` or keyword overrides of `Settings` configure it."""
 
@@ -82,6 +94,7 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
+        self.link = _redis_link(self.hub, self.settings) if self.settings.redis_url else None
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
         # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
         # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
@@ -90,7 +103,10 @@ class Bridge:
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
-        """Runs the MCP session managers; enter it from the host app's lifespan when mounted."""
+        """Runs the MCP session managers (and shared mode's link); enter it from the host app's
+        lifespan when mounted."""
+        if self.link is not None:
+            await self.link.start()
         try:
             async with self.mcp.running(), anyio.create_task_group() as watching:
                 watching.start_soon(self._shut_down_with_the_server)
@@ -98,6 +114,8 @@ class Bridge:
                 watching.cancel_scope.cancel()
         finally:
             self.shutdown()
+            if self.link is not None:
+                await self.link.close()
 
     async def _shut_down_with_the_server(self) -> None:
         """uvicorn ends the lifespan only once every connection has closed, and a page's event stream

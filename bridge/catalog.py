@@ -271,11 +271,13 @@ class Room:
             listener(self)
 
     def register(self, session_id: str, app: str | None, definitions: Iterable[ToolDefinition],
-                 page_label: str | None = None) -> list[Tool]:
-        """Add or replace a page's tools; returns them with their MCP names."""
+                 page_label: str | None = None, keys: Iterable[str] = ()) -> list[Tool]:
+        """Add or replace a page's tools; returns them with their MCP names. `keys`: the names
+        another process gave them, kept where free (shared mode), so agents see one name."""
         page_label = page_label or f"page {session_id[:6]}"
-        registered = []
+        registered, given = [], iter(keys)
         for definition in definitions:
+            wanted = next(given, None)
             existing = self._by_page.get((session_id, definition.name))
             if existing is not None:
                 existing.definition, existing.app = definition, app
@@ -285,8 +287,9 @@ class Room:
                 registered.append(existing)
                 continue
             self._seq += 1
-            tool = Tool(self._free_name(definition.name, session_id), definition.name, session_id, definition, app,
-                        page_label, self._seq)
+            key = wanted if wanted is not None and not self._taken(wanted) else self._free_name(definition.name,
+                                                                                                 session_id)
+            tool = Tool(key, definition.name, session_id, definition, app, page_label, self._seq)
             self._tools[tool.key] = tool
             self._by_page[(session_id, definition.name)] = tool
             self._name_counts[definition.name] += 1
@@ -301,19 +304,19 @@ class Room:
 
         A name, once given, never changes while its tool lives, so agents can keep calling it.
         """
-        def taken(name: str) -> bool:
-            return name in self._tools or name in self.policy.reserved_names
-
         name = mcp_safe_name(page_name)
-        if not taken(name):
+        if not self._taken(name):
             return name
         suffix = "__" + session_id[:6]
         candidate = name[: MCP_NAME_MAX - len(suffix)] + suffix
         n = 2
-        while taken(candidate):  # the same page registered two names that sanitize alike
+        while self._taken(candidate):  # the same page registered two names that sanitize alike
             tail = f"{suffix}_{n}"
             candidate, n = name[: MCP_NAME_MAX - len(tail)] + tail, n + 1
         return candidate
+
+    def _taken(self, name: str) -> bool:
+        return name in self._tools or name in self.policy.reserved_names
 
     def unregister(self, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
         """Remove the named tools of a page (all of them when `page_names` is None)."""
@@ -352,6 +355,11 @@ class Room:
             return False
         self._changed()
         return True
+
+    @property
+    def activated(self) -> list[str]:
+        """The activated tools, least recently used first."""
+        return list(self._activated)
 
     def resolve(self, key: str) -> Tool | None:
         """The tool by MCP name; a deferred one is activated, so calling it needs no search first."""

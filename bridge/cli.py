@@ -10,7 +10,7 @@ import sys
 
 from bridge import __version__
 from bridge.catalog import ROOM_NAME
-from bridge.config import InsecureSettings, add_arguments, from_arguments
+from bridge.config import UnusableSettings, add_arguments, from_arguments
 from bridge.server import PortInUse, RunningServer, log_config, serve, serve_stdio
 
 EXIT_USAGE = 2
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     except PortInUse as exc:
         print(f"agui-mcp-bridge: {exc.strerror}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    except InsecureSettings as exc:
+    except UnusableSettings as exc:
         print(f"agui-mcp-bridge: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:

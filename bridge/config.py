@@ -54,6 +54,8 @@ class Settings:
     search_model_path: str = field(default="", metadata={"help": "a local folder holding the search model's files: nothing is fetched"})
     search_model_cache: str = field(default="", metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
     stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
+    redis_url: str = field(default="", metadata={"help": "redis://host:port/db shared by several bridge processes, which then serve one set of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed"})
+    redis_heartbeat: float = field(default=1.0, metadata={"help": "seconds between a process's heartbeats in Redis; a process silent for 3 is taken for dead and its pages get the grace period to come back elsewhere"})
     room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
     log_json: bool = field(default=False, metadata={"help": "write logs as one JSON object a line (for log shippers)"})
@@ -88,7 +90,11 @@ class Settings:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
 
 
-class InsecureSettings(ValueError):
+class UnusableSettings(ValueError):
+    """Settings the bridge cannot start with; the message says what to change."""
+
+
+class InsecureSettings(UnusableSettings):
     pass
 
 

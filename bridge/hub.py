@@ -41,6 +41,50 @@ RESULT_DEPTH_MAX = 64
 REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
 
 
+class HubLink(Protocol):
+    """Shared mode (`bridge.redis_link`): what other processes must learn of this one's pages and
+    calls, and how events and answers reach whichever process holds the other end. Without a link
+    the hub keeps everything in this process."""
+
+    process_id: str
+
+    def held(self, session: PageSession) -> None: ...  # the page's WebSocket is open here (new or resumed)
+
+    def away(self, session: PageSession) -> None: ...  # its WebSocket closed; it may come back
+
+    def left(self, session: PageSession) -> None: ...  # it is gone for good
+
+    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None: ...
+
+    def activated(self, room: Room) -> None: ...
+
+    def expired(self, session: PageSession) -> None: ...  # its grace period ran out here: confirm, then drop
+
+    def push(self, session: PageSession, data: dict[str, Any]) -> None: ...
+
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None: ...
+
+    def settled(self, session: PageSession, call_id: str) -> None: ...
+
+    async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool: ...
+
+    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
+                       message: str | None) -> bool: ...
+
+    async def streaming(self, session: PageSession, last_event_id: int | None) -> None: ...
+
+    async def waiting(self, session: PageSession) -> list[str]: ...
+
+
+class LinkDown(Exception):
+    """A call cannot reach its page through shared mode; `kind` is the outcome, the message what the
+    agent reads."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class HubObserver(Protocol):
     """Told what happens, for metrics; called on the loop, so it must not block."""
 
@@ -110,6 +154,7 @@ class Hub:
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
         self.observers: list[HubObserver] = []
+        self.link: HubLink | None = None  # set by shared mode before anything connects
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
         self._definition_limits = DefinitionLimits(
@@ -155,20 +200,29 @@ class Hub:
         return [s for s in self.sessions.values() if s.room == room]
 
     def waiting_call_ids(self, session: PageSession) -> set[str]:
-        """The calls this page has been asked and not yet answered."""
-        return {c.call_id for c in self.calls.in_flight(session.id)}
+        """The calls this page has been asked and not yet answered (by agents of any process)."""
+        return set(session.pending_calls)
+
+    async def waiting_on(self, session: PageSession) -> list[str]:
+        """For a page coming back: the calls still waiting for it. An answer it sent that never
+        arrived (the connection, or the bridge process, died with it) can then be sent again."""
+        if self.link is not None:
+            return await self.link.waiting(session)
+        return sorted(session.pending_calls)
 
     def state(self) -> dict[str, Any]:
         """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
 
         Pages appear by `page_id`, the first 6 characters of their session id: the whole id lets
-        whoever holds it resume the session, so it is never published.
+        whoever holds it resume the session, so it is never published. In shared mode `here` says
+        whether this process holds the page (else another process does, and this one mirrors it).
         """
         now = time.monotonic()
         rooms = []
         for room in self.catalog.rooms():
             listing = room.listing()
             pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
+                      "here": self.link is None or s.holder == self.link.process_id,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
                                 for t in room.tools_of(s.id)]}
                      for s in self.pages_in(room.name)]
@@ -199,44 +253,53 @@ class Hub:
             session = PageSession(msg.room, msg.page)
             self.sessions[session.id] = session
             log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
-        _stop_expiry(session)
+        self.stop_expiry(session)
         session.connection += 1
         session.connected = True
+        if self.link is not None:
+            session.holder = self.link.process_id
+            self.link.held(session)
         return session, resumed
 
     def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> None:
         """A page's WebSocket closed: drop it now if it meant to leave, else after the grace period."""
         if session.connection != connection or session.closed:
             return  # a newer socket took over this session
+        if self.link is not None and session.holder != self.link.process_id:
+            return  # it came back on another process meanwhile
         session.connected = False
         if deliberate:
             self.drop(session)
         else:
-            self._expect_back(session)
+            self.expect_back(session)
+            if self.link is not None:
+                self.link.away(session)
 
     async def events(self, session: PageSession, last_event_id: int | None, idle: float | None = None
                      ) -> AsyncIterator[PageEvent | None]:
         """A page's event stream. A page whose stream is gone cannot be asked anything, even with its
         WebSocket open: unless a stream comes back within the grace period, the page is dropped."""
         if session.connected:
-            _stop_expiry(session)
+            self.stop_expiry(session)
         if last_event_id is not None or session.streamed:
             for observer in self.observers:
                 observer.stream_resumed(session.room)
         session.streamed = True
+        if self.link is not None:
+            await self.link.streaming(session, last_event_id)
         try:
             async for event in session.stream(last_event_id, idle):
                 yield event
         finally:
             if not session.streaming and not session.closed:
-                self._expect_back(session)
+                self.expect_back(session)
 
-    def _expect_back(self, session: PageSession, seconds: float | None = None) -> None:
+    def expect_back(self, session: PageSession, seconds: float | None = None) -> None:
         """Drop the page unless it comes back within `seconds` (the grace period); a clock already
         running is kept, unless `seconds` says otherwise."""
         if session.expiry is not None and seconds is None:
             return
-        _stop_expiry(session)
+        self.stop_expiry(session)
         session.expiry = asyncio.get_running_loop().call_later(
             self.config.page_grace if seconds is None else seconds, self._expire, session)
 
@@ -244,13 +307,23 @@ class Hub:
         """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
         thread paused on an interrupt comes back when its user has answered."""
         if not (session.closed or session.connected):
-            self._expect_back(session, seconds)
+            self.expect_back(session, seconds)
 
     def _expire(self, session: PageSession) -> None:
         session.expiry = None
         if not (session.connected and session.streaming):
             log.info("page %s did not come back in time", session.id[:6])
-            self.drop(session)
+            if self.link is not None:
+                self.link.expired(session)  # it may have come back on another process
+            else:
+                self.drop(session)
+
+    @staticmethod
+    def stop_expiry(session: PageSession) -> None:
+        """The page is back (or the bridge is stopping): the clock started when it went away stops."""
+        if session.expiry is not None:
+            session.expiry.cancel()
+            session.expiry = None
 
     def drop(self, session: PageSession) -> None:
         """The page is gone: its tools leave the catalog and its calls fail now."""
@@ -260,6 +333,8 @@ class Hub:
         self.room(session.room).unregister(session.id)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
+        if self.link is not None and session.holder == self.link.process_id:
+            self.link.left(session)
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
 
@@ -270,9 +345,9 @@ class Hub:
             if self.calls.settle(call.call_id, Outcome.failure("shutdown", SHUTTING_DOWN)):
                 session = self.sessions.get(call.session_id)
                 if session is not None:
-                    session.push(messages.tool_cancel(call.call_id, "shutdown"))
+                    self._push(session, messages.tool_cancel(call.call_id, "shutdown"))
         for session in self.sessions.values():
-            _stop_expiry(session)
+            self.stop_expiry(session)
             session.close()
         self.semantic.close()
 
@@ -282,6 +357,8 @@ class Hub:
             return await self._register(session, msg)
         if isinstance(msg, UnregisterTools):
             removed = self.room(session.room).unregister(session.id, msg.tools)
+            if removed and self.link is not None:
+                self.link.tools_changed(session, [], removed)
             replies = [messages.tools_unregistered([t.page_name for t in removed], msg.id)]
             unknown = sorted(set(msg.tools) - {t.page_name for t in removed})
             if unknown:
@@ -296,12 +373,16 @@ class Hub:
                                                         f"limit of {RESULT_DEPTH_MAX}.")
             else:
                 outcome = Outcome(result=msg.result)
-            if not self.calls.settle(msg.call_id, outcome, session_id=session.id):
+            if not await self._answer(session, msg.call_id, outcome):
                 raise _unknown_call(msg)
             return []
         if isinstance(msg, ToolProgress):
-            if not self.calls.report_progress(msg.call_id, msg.progress, msg.total, msg.message,
-                                              session_id=session.id):
+            if self.link is not None:
+                reported = await self.link.progress(session, msg.call_id, msg.progress, msg.total, msg.message)
+            else:
+                reported = self.calls.report_progress(msg.call_id, msg.progress, msg.total, msg.message,
+                                                      session_id=session.id)
+            if not reported:
                 raise _unknown_call(msg)
             return []
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
@@ -321,6 +402,8 @@ class Hub:
                                    session.label)
             await asyncio.sleep(0)
         self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded
+        if tools and self.link is not None:
+            self.link.tools_changed(session, tools, [])
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
                 *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
                                 tool=name if isinstance(name, str) else None, reply_to=msg.id).to_message()
@@ -355,7 +438,10 @@ class Hub:
             no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
                        f"this bridge (the demo is at {pages_url()}) and try again.")
         started = time.monotonic()
+        activated = self.room(room).activated
         route = self.meta.route(self.room(room), name, arguments, no_page)
+        if self.link is not None and self.room(room).activated != activated:
+            self.link.activated(self.room(room))
         if name == self.meta.names.search:
             for observer in self.observers:
                 observer.searched(room, time.monotonic() - started)
@@ -374,17 +460,29 @@ class Hub:
                     "are answered.")
         return None
 
-    def unreadable_answer(self, session: PageSession, call_id: str | None, problem: str) -> str | None:
+    async def unreadable_answer(self, session: PageSession, call_id: str | None, problem: str) -> str | None:
         """The page sent a frame the bridge cannot take (too large, not JSON). When it names a call, or
         the page has exactly one call waiting, that call ends now with `problem` rather than waiting
         for a timeout. Returns the call ended, if any."""
         if call_id is None:
-            waiting = self.calls.in_flight(session.id)
+            waiting = session.pending_calls
             if len(waiting) != 1:
                 return None
-            call_id = waiting[0].call_id
-        settled = self.calls.settle(call_id, Outcome.failure("bad_answer", problem), session_id=session.id)
+            call_id = next(iter(waiting))
+        settled = await self._answer(session, call_id, Outcome.failure("bad_answer", problem))
         return call_id if settled else None
+
+    async def _answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
+        """End a call this page was asked, wherever its agent waits; False if it is not waiting."""
+        if self.link is not None:
+            return await self.link.answer(session, call_id, outcome)
+        return self.calls.settle(call_id, outcome, session_id=session.id)
+
+    def _push(self, session: PageSession, data: dict[str, Any]) -> None:
+        if self.link is not None:
+            self.link.push(session, data)
+        else:
+            session.push(data)
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_progress: ProgressSink | None = None) -> Outcome:
@@ -407,7 +505,7 @@ class Hub:
             return False
         session = self.sessions.get(call.session_id)
         if session is not None:
-            session.push(messages.tool_cancel(call_id, "cancelled by an operator"))
+            self._push(session, messages.tool_cancel(call_id, "cancelled by an operator"))
         return True
 
     def _finished(self, room: str, tool: str, session_id: str, outcome: Outcome, seconds: float) -> None:
@@ -433,30 +531,32 @@ class Hub:
             return Outcome.failure("too_many_calls", busy)
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
                                on_progress=on_progress)
-        session.push(messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id))
+        invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id)
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
+            if self.link is not None:
+                await self.link.invoke(session, call.call_id, invoke)
+            else:
+                session.push(invoke)
             async with asyncio.timeout(self.config.call_timeout):
                 outcome = await asyncio.shield(call.future)
         except TimeoutError:
             outcome = Outcome.failure("timeout", f"The page did not answer within {self.config.call_timeout:g} s.")
-            session.push(messages.tool_cancel(call.call_id, "timeout"))
+            self._push(session, messages.tool_cancel(call.call_id, "timeout"))
+        except LinkDown as exc:
+            outcome = Outcome.failure(exc.kind, str(exc))
         except asyncio.CancelledError:
             if not call.future.done():
-                session.push(messages.tool_cancel(call.call_id, "cancelled by the agent"))
+                self._push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
             raise
         finally:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
-            session.settled(call.call_id)
+            if self.link is not None:
+                self.link.settled(session, call.call_id)
+            else:
+                session.settled(call.call_id)
         return outcome
-
-
-def _stop_expiry(session: PageSession) -> None:
-    """The page is back (or the bridge is stopping): the clock started when it went away stops."""
-    if session.expiry is not None:
-        session.expiry.cancel()
-        session.expiry = None
 
 
 def _not_json(arguments: dict[str, Any]) -> str | None:

@@ -164,9 +164,10 @@ def validation_summary(exc: ValidationError) -> str:
 # Built as plain dicts at the edges' request; kept here so every wire shape lives in one module.
 
 
-def welcome(session_id: str, room: str, events_url: str, resumed: bool, reply_to: MessageId | None) -> dict[str, Any]:
+def welcome(session_id: str, room: str, events_url: str, resumed: bool, waiting: list[str],
+            reply_to: MessageId | None) -> dict[str, Any]:
     return _reply({"type": "agui.welcome", "session_id": session_id, "room": room, "events_url": events_url,
-                   "resumed": resumed}, reply_to)
+                   "resumed": resumed, "waiting": waiting}, reply_to)
 
 
 def tools_registered(pairs: list[tuple[str, str]], reply_to: MessageId | None) -> dict[str, Any]:

@@ -56,7 +56,8 @@ class BridgeMetrics(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         state = self.hub.state()
-        pages = GaugeMetricFamily("agui_bridge_pages_connected", "Pages connected", labels=["room"])
+        pages = GaugeMetricFamily("agui_bridge_pages_connected", "Pages connected to this process",
+                                  labels=["room"])
         tools = GaugeMetricFamily("agui_bridge_tools", "Tools in a room, listed or deferred",
                                   labels=["room", "state"])
         waiting = GaugeMetricFamily("agui_bridge_calls_in_flight", "Calls waiting for a page", labels=["room"])
@@ -65,7 +66,7 @@ class BridgeMetrics(Collector):
             in_flight[call["room"]] = in_flight.get(call["room"], 0) + 1
         for room in state["rooms"]:
             name = room["name"]
-            pages.add_metric([name], sum(1 for p in room["pages"] if p["connected"]))
+            pages.add_metric([name], sum(1 for p in room["pages"] if p["connected"] and p["here"]))  # summable
             tools.add_metric([name, "listed"], room["tools"] - room["deferred"])
             tools.add_metric([name, "deferred"], room["deferred"])
             waiting.add_metric([name], in_flight.get(name, 0))

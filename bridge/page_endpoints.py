@@ -94,7 +94,9 @@ class PageEndpoints:
                         connection = session.connection
                         await self._take_over(session.id, ws)
                         events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
-                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, msg.id))
+                        waiting = await self.hub.waiting_on(session) if resumed else []
+                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, waiting,
+                                                     msg.id))
                     elif session is None:
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
                                             reply_to=getattr(msg, "id", None))
@@ -104,8 +106,8 @@ class PageEndpoints:
                 except ProtocolError as exc:
                     if session is not None and exc.code in ("too_large", "bad_json") and looks_like_return(text):
                         # Never silence: the call this answer was for ends now, with the reason.
-                        ended = self.hub.unreadable_answer(session, call_id_in(text),
-                                                           f"The page's answer could not be taken: {exc.message}")
+                        ended = await self.hub.unreadable_answer(
+                            session, call_id_in(text), f"The page's answer could not be taken: {exc.message}")
                         if ended is not None:
                             exc.fields.setdefault("call_id", ended)
                     await self._send(ws, exc.to_message())

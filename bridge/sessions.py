@@ -5,13 +5,16 @@ many other events come (so no waiting call is ever lost to a full buffer); other
 (cancels) stay in a bounded window. An event stream that reconnects with `Last-Event-ID`
 gets what came after that id, minus invocations already answered; a fresh one gets the
 invocations still waiting.
+
+In shared mode events are numbered in Redis, not here: they arrive through `deliver`, and
+this session only keeps what its event stream needs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,9 +41,12 @@ class PageSession:
         self.expiry: asyncio.TimerHandle | None = None
         self.closed = False
         self.streamed = False  # an event stream was opened once: a later one is a reconnect
+        self.holder: str | None = None  # shared mode: the process holding its WebSocket
         self._events: dict[int, PageEvent] = {}  # by id; insertion order is id order
         self._invocations: dict[str, int] = {}  # call_id -> its invocation's event id, while the call waits
         self._others: deque[int] = deque()  # ids of the other events, oldest first
+        self._ended: OrderedDict[str, None] = OrderedDict()  # calls ended lately, so none comes back
+        self._delivered = False  # events arrive through deliver (shared mode)
         self._next_id = 1
         self._stream = 0  # bumped per event stream, so only the newest one is fed
         self._open_streams = 0
@@ -56,9 +62,31 @@ class PageSession:
     def streaming(self) -> bool:
         return self._open_streams > 0
 
+    @property
+    def pending_calls(self) -> frozenset[str]:
+        """The calls this page has been asked and that have not ended."""
+        return frozenset(self._invocations)
+
     def push(self, data: dict[str, Any]) -> PageEvent:
         event = PageEvent(self._next_id, data["type"], data)
-        self._next_id += 1
+        self._keep(event)
+        return event
+
+    def deliver(self, event: PageEvent) -> None:
+        """An event numbered elsewhere (shared mode); one already kept, or the invocation of a call
+        that ended (a backlog read can cross the news of its end), is ignored."""
+        self._delivered = True
+        if event.id in self._events or event.data.get("call_id") in self._ended:
+            return
+        if event.id < self._next_id:  # came late (a backlog read after live events): keep id order
+            self._keep(event)
+            self._events = dict(sorted(self._events.items()))
+        else:
+            self._keep(event)
+
+    def _keep(self, event: PageEvent) -> None:
+        data = event.data
+        self._next_id = max(self._next_id, event.id + 1)
         self._events[event.id] = event
         if event.name == "agui.tool.invoke":
             self._invocations[data["call_id"]] = event.id
@@ -67,16 +95,27 @@ class PageSession:
             if len(self._others) > OTHER_EVENTS_KEPT:
                 del self._events[self._others.popleft()]
         self._wake()
-        return event
 
     def settled(self, call_id: str) -> None:
         """The call ended: its invocation is never delivered again, not even on a resume."""
+        if self._delivered:  # only events read from elsewhere can come back after their call ended
+            self._ended[call_id] = None
+            if len(self._ended) > OTHER_EVENTS_KEPT:
+                self._ended.popitem(last=False)
         event_id = self._invocations.pop(call_id, None)
         if event_id is not None:
             del self._events[event_id]
 
     def close(self) -> None:
         self.closed = True
+        self._wake()
+
+    def supersede(self) -> None:
+        """Another process serves this page now: its streams here end and its events are forgotten."""
+        self._stream += 1
+        self._events.clear()
+        self._invocations.clear()
+        self._others.clear()
         self._wake()
 
     def _wake(self) -> None:

@@ -554,6 +554,37 @@ async def test_replayed_invocations_run_once(browser, bridge):
         assert await page.evaluate("window.runs") == 1
 
 
+async def test_an_answer_lost_with_the_socket_is_sent_again(browser, bridge):
+    async with bare_page(bridge, "Lost answer") as url, open_page(browser, url) as page, \
+            mcp_client(bridge) as client:
+        lost = []
+
+        def route(ws):  # between the page and the bridge: the first answer dies with its connection
+            server = ws.connect_to_server()
+
+            def from_page(message):
+                if not lost and json.loads(message).get("type") == "agui.tool.return":
+                    lost.append(message)
+                    asyncio.ensure_future(ws.close(code=4999, reason="test: lost with the connection"))
+                else:
+                    server.send(message)
+            ws.on_message(from_page)
+
+        await page.route_web_socket("**/agui/ws", route)  # takes effect from the next load on
+        await page.goto(url)
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.evaluate("""() => { window.runs = 0; return bridge.registerTool({name: "run_once"}, async () => {
+            window.runs++;
+            await new Promise(r => setTimeout(r, 300));
+            return "ran";
+        }) }""")
+        await wait_for_tools(client, "run_once")
+        call = await call_in_background(client, "run_once", {})
+        result = await asyncio.wait_for(call, 10)  # the bridge's welcome said it still waits: sent again
+        assert lost and text_of(result) == "ran"
+        assert await page.evaluate("window.runs") == 1
+
+
 async def test_unregister_by_signal_and_disconnect(browser):
     # A long grace period: disconnect() removes the page at once only because it closes with code 1000.
     async with running_bridge(page_grace=30) as bridge, bare_page(bridge, "Signals") as url, \

@@ -14,7 +14,7 @@ from bridge.config import Settings
 from bridge.hub import PAGE_GONE, Hub
 from bridge.messages import Hello, PageInfo, ProtocolError, ToolReturn, parse_page_message
 from bridge.results import to_call_tool_result
-from bridge.sessions import PageSession
+from bridge.sessions import PageEvent, PageSession
 
 
 def definition(name: str, description: str = "does things", **schema_properties) -> messages.ToolDefinition:
@@ -235,6 +235,24 @@ async def test_a_resumed_stream_never_gets_an_answered_invocation():
     session.settled("c2")
     resumed = session.stream(0)
     assert [(await anext(resumed)).data["call_id"] for _ in range(2)] == ["c0", "c3"]
+
+
+async def test_events_numbered_elsewhere_keep_their_order_and_never_come_back_once_ended():
+    session = PageSession("r", PageInfo())
+
+    def numbered(n, data):
+        return PageEvent(n, data["type"], data)
+
+    session.deliver(numbered(7, messages.tool_invoke("c7", "t", "t", {}, 7)))  # live, before the backlog
+    session.deliver(numbered(5, messages.tool_invoke("c5", "t", "t", {}, 5)))  # the backlog, read later
+    session.deliver(numbered(5, messages.tool_invoke("c5", "t", "t", {}, 5)))  # twice: kept once
+    session.settled("c6")
+    session.deliver(numbered(6, messages.tool_invoke("c6", "t", "t", {}, 6)))  # ended before it was read
+    assert session.pending_calls == {"c5", "c7"}
+    resumed = session.stream(4)
+    assert [(await anext(resumed)).id for _ in range(2)] == [5, 7]
+    session.deliver(numbered(9, messages.tool_cancel("c5", "timeout")))
+    assert (await anext(resumed)).id == 9
 
 
 async def test_waiting_invocations_are_never_evicted_by_other_events():

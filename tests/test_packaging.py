@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
 # Modules of optional extras that the package imports lazily, inside the function that needs them, and so
 # need not be dependencies: {"module": "why"}. None at present.
-OPTIONAL_IMPORTS: dict[str, str] = {}
+OPTIONAL_IMPORTS: dict[str, str] = {"redis": "redis"}  # module -> the extra that declares it (imported lazily)
 
 
 @dataclass
@@ -224,3 +224,6 @@ def test_every_imported_module_is_a_declared_dependency():
         if not any(_canonical(d) in declared for d in providers):
             undeclared[name] = f"distribution {' or '.join(providers)}, imported by {', '.join(sorted(files))}"
     assert not undeclared, f"imported but not in [project] dependencies: {undeclared}"
+    extras = project["optional-dependencies"]
+    for module, extra in OPTIONAL_IMPORTS.items():
+        assert any(_canonical(r).startswith(_canonical(module)) for r in extras[extra]), (module, extra)

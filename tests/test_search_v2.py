@@ -81,7 +81,8 @@ async def test_the_local_model_finds_a_tool_by_meaning_once_embedded(model_dir: 
         assert b.hub.room("default").index.pending_embeddings == 0
         found = await search(client, RAINING)
         assert found.structured_content["tier"] == "hybrid" and "hybrid search" in found.content[0].text
-        assert match_names(found)[0] == "get_forecast"
+        # The room's two weather tools first (weather_tool is among the fillers), by meaning alone.
+        assert set(match_names(found)[:2]) == {"get_forecast", "weather_tool"}
         assert "get_forecast" in await listed(client)  # found, so activated
 
         # A room made after the model loaded gets it at once; its tools are embedded in the background.

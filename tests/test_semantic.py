@@ -82,7 +82,7 @@ def test_a_tool_is_found_by_words_at_once_and_by_meaning_once_embedded() -> None
     assert index.search("rain umbrella") == [] and index.last_tier == "lexical"  # no word in common
     hits = index.search("weather")
     assert keys(hits)[0] == "get_weather" and hits[0].tier == "lexical"
-    assert asyncio.run(embed_pending(index)) == len(TOOLS)
+    assert asyncio.run(embed_pending(index)) == 2 * len(TOOLS)  # each tool's name and description
     assert index.pending_embeddings == 0
     hits = index.search("rain umbrella")
     assert keys(hits)[0] == "get_weather" and index.last_tier == "hybrid" and hits[0].tier == "hybrid"
@@ -109,7 +109,7 @@ def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
     embedder = WordHashEmbedder()
     index = ToolIndex(TOOLS, embedder=embedder)
     job = index.embedding_job()
-    assert job is not None and len(job.texts) == len(TOOLS)
+    assert job is not None and len(job.texts) == 2 * len(TOOLS)
     assert index.embedding_job() is None  # its texts are taken: a second job does not repeat them
     job.compute()  # as in the worker thread: reads only the job
     index.remove(["send_email"])
@@ -152,8 +152,8 @@ def test_embed_pending_runs_the_model_off_the_loop() -> None:
         index = ToolIndex(TOOLS, embedder=Recording())
         return await embed_pending(index, batch=2)
 
-    assert asyncio.run(main()) == len(TOOLS)
-    assert len(model_threads) == 2 and all(thread is not loop_thread[0] for thread in model_threads)
+    assert asyncio.run(main()) == 2 * len(TOOLS)
+    assert len(model_threads) == 4 and all(thread is not loop_thread[0] for thread in model_threads)
 
 
 def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None:
@@ -166,8 +166,42 @@ def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None
         asyncio.run(embed_pending(index))
     assert index.pending_embeddings == len(TOOLS)
     job = index.embedding_job()
-    assert job is not None and len(job.texts) == len(TOOLS)
+    assert job is not None and len(job.texts) == 2 * len(TOOLS)
     assert keys(index.search("weather")) == ["get_weather"] and index.last_tier == "lexical"
+
+
+def test_a_tool_is_embedded_as_its_name_and_as_what_it_does() -> None:
+    embedder = WordHashEmbedder()
+    schema = {"type": "object", "properties": {"cityName": {"type": "string"}}}
+    index = ToolIndex([IndexedTool(key="get_weather", name="get_weather", title="Weather", description="Forecast.",
+                                   app="Travel", input_schema=schema),
+                       tool("play_music", "")], embedder=embedder)
+    asyncio.run(embed_pending(index))
+    # A tool without a description, app or parameters is embedded once, as its name.
+    assert sorted(embedder.embedded) == ["Forecast. (Travel) Parameters: city name.", "get weather. Weather",
+                                         "play music"]
+    assert keys(index.search("song", limit=1)) == [] and keys(index.search("play music"))[0] == "play_music"
+
+
+def test_a_tool_is_found_by_meaning_through_its_name_or_its_description_and_more_through_the_description() -> None:
+    # "rain" shares no word with either tool; the stand-in model puts it with "forecast".
+    by_name = tool("forecast_panel", "Shows pinned notes for the team")
+    by_description = tool("team_board", "The forecast")
+    index = ToolIndex([by_name, by_description], embedder=WordHashEmbedder())
+    asyncio.run(embed_pending(index))
+    hits = index.search("rain")
+    assert keys(hits) == ["team_board", "forecast_panel"] and hits[1].score > 0 and index.last_tier == "hybrid"
+
+
+def test_the_nearest_tools_by_meaning_are_found_among_many_whatever_their_order() -> None:
+    # 100 tools: past the 64 slots the vectors start with, so they have grown.
+    tools = [tool(f"tool_{number}", f"Does thing number {number}") for number in range(99)]
+    index = ToolIndex([*tools[:70], tool("get_forecast", "Tells the forecast"), *tools[70:]],
+                      embedder=WordHashEmbedder())
+    asyncio.run(embed_pending(index))
+    assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
+    index.remove([f"tool_{number}" for number in range(80)])  # slots freed, the arrays as large
+    assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
 
 
 def test_an_exact_name_still_goes_first_in_the_hybrid_tier() -> None:

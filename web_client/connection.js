@@ -18,6 +18,7 @@ const DEFAULT_BRIDGE_URL = new URL("..", import.meta.url).href;
 
 const CLOSE_NORMAL = 1000; // disconnect(): the bridge drops the page at once
 const CLOSE_POLICY = 1008; // forbidden origin: retrying cannot help
+const SENT_ANSWERS_KEPT = 200; // answers kept to send again if the bridge says it never got them
 const CLOSE_REPLACED = 4000; // a newer socket of this session took over
 const CLOSE_PAGE_HIDDEN = 4001; // pagehide: reloading or leaving; the bridge keeps the session for its grace period
 const CLOSE_NO_WELCOME = 4002; // the bridge did not answer the hello in time
@@ -259,6 +260,8 @@ export class AguiBridge extends EventTarget {
     this._finished = new Set();
     /** @type {Map<string, BridgeMessage>} call_id -> answer waiting for a socket */
     this._outbox = new Map();
+    /** @type {Map<string, BridgeMessage>} call_id -> the last answers sent, oldest first, in case one was lost */
+    this._sent = new Map();
 
     // After a reload resumed the session: the previous page's tools that this page has not
     // registered again yet, and the invocations for them, held until it does (see _invoke).
@@ -472,6 +475,7 @@ export class AguiBridge extends EventTarget {
       this._endReregistration(false);
       this._abortAllCalls("The bridge lost this page's session.");
       this._outbox.clear();
+      this._sent.clear();
     }
     this.sessionId = message.session_id;
     this.eventsUrl = new URL(message.events_url, this.url).href; // a path from the bridge's origin
@@ -491,6 +495,11 @@ export class AguiBridge extends EventTarget {
     for (const registration of this._tools.values()) this._registerQueue.set(registration.name, registration);
     if (!resumed) this._unregisterQueue.clear();
     this._flush();
+    // Calls the bridge still waits for that we answered: that answer died with the old connection.
+    for (const callId of resumed && Array.isArray(message.waiting) ? message.waiting : []) {
+      const answer = this._sent.get(callId);
+      if (answer && !this._outbox.has(callId)) this._outbox.set(callId, answer);
+    }
     for (const [callId, answer] of this._outbox) {
       if (this._send(answer)) this._outbox.delete(callId);
     }
@@ -951,6 +960,11 @@ export class AguiBridge extends EventTarget {
       }
     }
     if (!this._send(answer)) this._outbox.set(call.callId, answer); // delivered after we reconnect
+    this._sent.set(call.callId, answer);
+    for (const oldest of this._sent.keys()) {
+      if (this._sent.size <= SENT_ANSWERS_KEPT) break;
+      this._sent.delete(oldest);
+    }
     this.dispatchEvent(new CustomEvent("result", {
       detail: { callId: call.callId, tool: call.tool, result: answer.result, error: answer.error?.message,
         ms: Date.now() - call.startedAt },
@@ -981,6 +995,7 @@ export class AguiBridge extends EventTarget {
   _cancelled(message) {
     const call = this._calls.get(message.call_id);
     this._outbox.delete(message.call_id);
+    this._sent.delete(message.call_id);
     this._parked.delete(message.call_id);
     if (!call) {
       this._finish(message.call_id); // a late replay of its invocation must not start it

@@ -1,0 +1,582 @@
+"""Shared mode: several bridge processes serve one set of rooms through Redis (`--redis-url`).
+
+Every process keeps the whole catalog: its own pages, and a mirror of the pages other
+processes hold, kept current from the `catalog` channel and loaded from Redis at start and
+after a lost connection. What a page is asked lives in Redis until its call ends, so
+whichever process serves the page's event stream reads it there, and a page that comes back
+on another process finds it; a page's answer is claimed once in Redis and published to the
+process whose agent waits. Processes prove they live with a heartbeat key: the pages of one
+that stops are given the grace period to come back elsewhere, then dropped, and their calls
+fail as any call of a page that went away. docs/scaling.md has the keys, their lifetimes and
+the failure cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.exceptions import RedisError
+
+from bridge.calls import Outcome
+from bridge.catalog import Room, Tool
+from bridge.hub import Hub, LinkDown, TooManyRooms
+from bridge import messages
+from bridge.messages import PageInfo, ProtocolError, ToolDefinition
+from bridge.sessions import PageEvent, PageSession
+
+log = logging.getLogger("bridge.redis")
+
+OTHER_EVENTS_KEPT = 1000  # cancels kept per page for resumes, as in one process
+BACKOFF_MAX = 5.0
+REDIS_CONNECTIONS = 32
+UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages and calls through; "
+               "try again in a moment.")
+
+# An event for a page: numbered per page, kept (an invocation until its call ends, other events in a
+# capped stream), and published to whichever process streams that page. 0: the page is gone.
+# KEYS: page, its invocations, its other events, the call, the page's event channel.
+_PUSH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], 'events') == 0 then
+  -- Numbering starts at the time in microseconds, so a Redis that lost its data (and the page
+  -- record written back) never numbers an event below one a page has already seen.
+  local now = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'events', now[1] .. string.sub('000000' .. now[2], -6))
+end
+local n = string.format('%.0f', redis.call('HINCRBY', KEYS[1], 'events', 1))  -- all digits, no 1.7e+15
+local event = '{"id":' .. n .. ',"data":' .. ARGV[3] .. '}'
+if ARGV[1] == 'agui.tool.invoke' then
+  redis.call('HSET', KEYS[2], ARGV[2], event)
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  redis.call('HSET', KEYS[4], 'owner', ARGV[4], 'sid', ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+else
+  if ARGV[2] ~= '' then  -- a cancel ends its call here and now, so a late answer is refused
+    redis.call('HDEL', KEYS[2], ARGV[2])
+    redis.call('DEL', KEYS[4])
+  end
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], n .. '-0', 'e', event)
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+redis.call('PUBLISH', KEYS[5], event)
+return 1
+"""
+# A call ended: its invocation is never delivered again, and the page's stream forgets it.
+_SETTLE = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[1] .. '"}')
+"""
+# A page's answer (ARGV[3] = 1) or progress for a call: only the page it was asked of, only
+# while the call waits; an answer claims it, so a second answer finds nothing.
+# An answer also ends the call for the page's stream, as _SETTLE would (one round trip less a call).
+# KEYS: the call, the page's invocations, its event channel; ARGV: sid, message, claim, prefix, call_id.
+_REPLY = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner or redis.call('HGET', KEYS[1], 'sid') ~= ARGV[1] then return 0 end
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[2], ARGV[5])
+  redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[5] .. '"}')
+end
+redis.call('PUBLISH', ARGV[4] .. 'proc:' .. owner, ARGV[2])
+return 1
+"""
+# Forget a page, unless a living process other than this one holds it now (it came back there).
+_FORGET = """
+local holder = redis.call('HGET', KEYS[1], 'holder')
+if holder and holder ~= ARGV[1] and redis.call('EXISTS', ARGV[3] .. 'proc:' .. holder) == 1 then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('ZREM', KEYS[5], ARGV[2])
+return 1
+"""
+
+
+class RedisLink:
+    """The hub's link to the other processes (see `bridge.hub.HubLink`)."""
+
+    def __init__(self, hub: Hub, url: str, *, heartbeat: float = 1.0, prefix: str = "agui:") -> None:
+        self.hub = hub
+        self.process_id = secrets.token_hex(8)
+        self.heartbeat = heartbeat
+        self.prefix = prefix
+        # Calls wait their turn for one of a bounded set of connections rather than fail at a burst.
+        self.redis = Redis(connection_pool=BlockingConnectionPool.from_url(
+            url, max_connections=REDIS_CONNECTIONS, timeout=5, decode_responses=True, socket_connect_timeout=2,
+            socket_keepalive=True))
+        self._push = self.redis.register_script(_PUSH)
+        self._settle = self.redis.register_script(_SETTLE)
+        self._reply = self.redis.register_script(_REPLY)
+        self._forget = self.redis.register_script(_FORGET)
+        self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        self._streamed: set[str] = set()  # pages whose events this process subscribes to
+        self._asked: set[str] = set()  # calls of this process whose invocation is in Redis
+        self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
+        self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._runners: list[asyncio.Task[Any]] = []
+        self.up = False
+        self._tried = asyncio.Event()  # the first attempt to connect and load the catalog ended
+        hub.link = self
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def _page(self, sid: str, part: str = "") -> str:
+        return f"{self.prefix}page:{sid}{part}"
+
+    def _page_keys(self, sid: str) -> list[str]:
+        return [self._page(sid), self._page(sid, ":tools"), self._page(sid, ":calls"), self._page(sid, ":others")]
+
+    def _events(self, sid: str) -> str:
+        """The channel of a page's events, which the process streaming them to the page follows."""
+        return f"{self.prefix}events:{sid}"
+
+    def _call(self, call_id: str) -> str:
+        return f"{self.prefix}call:{call_id}"
+
+    @property
+    def _catalog(self) -> str:
+        return self.prefix + "catalog"
+
+    def _proc(self, pid: str) -> str:
+        return f"{self.prefix}proc:{pid}"
+
+    @property
+    def _ttl_ms(self) -> int:
+        """How long a page's keys outlive their holder's last heartbeat."""
+        return int((self.hub.config.page_grace + 3 * self.heartbeat) * 1000)
+
+    @property
+    def _call_ttl_ms(self) -> int:
+        return int((self.hub.config.call_timeout + self.hub.config.page_grace + 3 * self.heartbeat) * 1000)
+
+    # --- life ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen and beat; returns once the catalog is loaded, or once Redis did not answer (the
+        link keeps trying, and calls fail with a clear error meanwhile)."""
+        self._runners = [asyncio.create_task(self._listen()), asyncio.create_task(self._beat()),
+                         asyncio.create_task(self._write())]
+        try:
+            await asyncio.wait_for(self._tried.wait(), 5)
+        except TimeoutError:
+            pass
+        if not self.up:
+            log.error("Redis is not reachable; pages and agents get errors until it is (retrying)")
+
+    async def close(self) -> None:
+        """Let what the shutdown said reach Redis, then leave: other processes see this one gone at
+        once, and its pages come back on them."""
+        pending = list(self._tasks)
+        if pending:
+            await asyncio.wait(pending, timeout=2)
+        try:
+            await asyncio.wait_for(self._writes.join(), 2)
+        except TimeoutError:
+            pass
+        for runner in self._runners:
+            runner.cancel()
+        await asyncio.gather(*self._runners, return_exceptions=True)
+        try:
+            await self.redis.delete(self._proc(self.process_id))
+        except RedisError:
+            pass
+        await self._pubsub.aclose()
+        await self.redis.aclose()
+
+    def _spawn(self, work: Awaitable[Any], what: str) -> None:
+        async def logged() -> None:
+            try:
+                await work
+            except RedisError as exc:
+                log.warning("could not %s through Redis: %s", what, exc)
+        task = asyncio.create_task(logged())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
+        self._writes.put_nowait(write)
+
+    async def _write(self) -> None:
+        """Catalog writes, one at a time in order, so other processes see a page before its tools."""
+        while True:
+            write = await self._writes.get()
+            try:
+                await write()
+            except RedisError as exc:
+                log.warning("a catalog change did not reach Redis (%s); it is sent again on reconnecting", exc)
+            finally:
+                self._writes.task_done()
+
+    async def _listen(self) -> None:
+        delay = 0.1
+        while True:
+            try:
+                self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+                await self._pubsub.subscribe(self._catalog, self._proc(self.process_id),
+                                             *(self._events(sid) for sid in self._streamed))
+                await self._sync()
+                if not self.up:
+                    log.info("shared mode: process %s joined through Redis", self.process_id)
+                self.up, delay = True, 0.1
+                self._tried.set()
+                async for message in self._pubsub.listen():
+                    try:
+                        self._dispatch(message["channel"], message["data"])
+                    except Exception:  # one bad message (another version, a stray publisher) stops nothing
+                        log.exception("ignored a message on %s that could not be applied", message["channel"])
+            except (RedisError, OSError) as exc:
+                if self.up:
+                    log.warning("lost the connection to Redis (%s); reconnecting", exc)
+                    self._lost()
+                self.up = False
+                self._tried.set()
+                await self._pubsub.aclose()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    def _lost(self) -> None:
+        """No answer can reach this process without Redis: its agents' calls end now, with the reason,
+        rather than at their timeout."""
+        for call in self.hub.calls.in_flight():
+            self.hub.calls.settle(call.call_id, Outcome.failure("unavailable", UNAVAILABLE))
+
+    async def _beat(self) -> None:
+        """Say this process lives, keep its pages' keys, and notice processes that stopped."""
+        while True:
+            try:
+                if self.up:
+                    await self._beat_once()
+            except RedisError as exc:
+                log.debug("heartbeat failed: %s", exc)
+            await asyncio.sleep(self.heartbeat)
+
+    async def _beat_once(self) -> None:
+        held = self._held()
+        if self._unsettled:
+            await self._tell_ended()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(self._proc(self.process_id), "1", px=int(3 * self.heartbeat * 1000))
+            for session in held:
+                pipe.pexpire(self._page(session.id), self._ttl_ms)
+                pipe.pexpire(self._page(session.id, ":tools"), self._ttl_ms)
+            await pipe.execute()
+        mirrors = [s for s in self.hub.sessions.values() if s.holder not in (None, self.process_id)]
+        holders = sorted({s.holder for s in mirrors if s.holder})
+        if not holders:
+            return
+        alive = dict(zip(holders, await self.redis.mget([self._proc(h) for h in holders])))
+        for session in mirrors:
+            if alive.get(session.holder or "") is None and session.expiry is None:
+                # Its process stopped: the page has the grace period to come back on another one.
+                log.info("page %s: its process %s stopped; waiting for it to come back", session.id[:6],
+                         session.holder)
+                session.connected = False
+                self.hub.expect_back(session)
+
+    def _held(self) -> list[PageSession]:
+        return [s for s in self.hub.sessions.values() if s.holder == self.process_id]
+
+    async def _sync(self) -> None:
+        """After (re)connecting: write this process's pages as they are here, load everyone else's,
+        give the event streams served here what they missed, and tell pages of the calls that ended
+        here while Redis was away."""
+        now = time.time()
+        for session in self._held():
+            await self._write_page(session, now)
+            await self._write_tools(session, self.hub.room(session.room).tools_of(session.id), [], full=True)
+        sids = cast(list[str], await self.redis.zrange(self.prefix + "pages", 0, -1))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for sid in sids:
+                pipe.hgetall(self._page(sid))
+                pipe.hgetall(self._page(sid, ":tools"))
+            replies = await pipe.execute()
+        known = set()
+        for sid, record, tools in zip(sids, replies[::2], replies[1::2]):
+            if not record or record.get("holder") == self.process_id:
+                continue
+            known.add(sid)
+            mirror = self._mirror_record(sid, record)
+            if mirror is not None:
+                entries = sorted((json.loads(t) for t in tools.values()), key=lambda t: t["seq"])
+                self._mirror_tools(mirror, entries, [], full=True)
+        for session in list(self.hub.sessions.values()):
+            if session.holder not in (None, self.process_id) and session.id not in known and session.expiry is None:
+                # Not in Redis (it lost its data, or the page left meanwhile): its holder writes it back
+                # soon if it lives; if not, it goes after the grace period.
+                session.connected = False
+                self.hub.expect_back(session)
+        for sid in list(self._streamed):
+            streamed = self.hub.session(sid)
+            if streamed is not None and streamed.streaming:
+                await self._backlog(streamed, None)
+        await self._tell_ended()
+
+    async def _tell_ended(self) -> None:
+        """Cancel, to their pages, the calls that ended here while Redis was away (a page not yet
+        written back by its process is tried again at the next heartbeat)."""
+        for call_id, sid in list(self._unsettled.items()):
+            if self.hub.session(sid) is None:  # the page is gone: nothing to tell
+                del self._unsettled[call_id]
+                self._asked.discard(call_id)
+            elif await self._push_to(sid, messages.tool_cancel(call_id, "the bridge lost its connection to Redis")):
+                await self._end_call(sid, call_id)
+                del self._unsettled[call_id]
+
+    # --- what other processes say ----------------------------------------------------------
+
+    def _dispatch(self, channel: str, data: str) -> None:
+        message = json.loads(data)
+        if channel == self._catalog:
+            if message.get("pid") != self.process_id:
+                self._on_catalog(message)
+        elif channel == self._proc(self.process_id):
+            self._on_reply(message)
+        else:
+            session = self.hub.session(channel.removeprefix(self.prefix + "events:"))
+            if session is None:
+                return
+            if "settled" in message:
+                session.settled(message["settled"])
+            else:
+                event = message["data"]
+                session.deliver(PageEvent(message["id"], event["type"], event))
+
+    def _on_catalog(self, message: dict[str, Any]) -> None:
+        op, sid = message["op"], message.get("sid", "")
+        if op == "held":
+            self._mirror(sid, message["room"], message["page"], message["pid"], True)
+        elif op == "activate":
+            room = self.hub.catalog.get(message["room"])
+            if room is not None:
+                room.activate(message["keys"])
+            return
+        session = self.hub.session(sid)
+        if session is None or session.holder == self.process_id:
+            return
+        if op == "away":
+            session.connected = False
+        elif op == "left":
+            self._unsubscribe(sid)
+            self.hub.drop(session)
+        elif op == "tools":
+            self._mirror_tools(session, message["tools"], message["removed"], full=message["full"])
+
+    def _mirror_record(self, sid: str, record: dict[str, str]) -> PageSession | None:
+        return self._mirror(sid, record["room"], record["page"], record["holder"], record.get("connected") == "1")
+
+    def _mirror(self, sid: str, room: str, page: str, holder: str, connected: bool) -> PageSession | None:
+        """The local copy of a page another process holds, made or brought up to date."""
+        session = self.hub.session(sid)
+        if session is None:
+            try:
+                self.hub.room(room)
+            except TooManyRooms:
+                log.warning("page %s of room %s is not served here: too many rooms", sid[:6], room)
+                return None
+            session = self.hub.sessions[sid] = PageSession(room, PageInfo.model_validate_json(page), sid)
+        elif session.holder == self.process_id:
+            # The page came back on another process: what this one streamed for it ends.
+            session.supersede()
+        session.holder, session.connected = holder, connected
+        self.hub.stop_expiry(session)
+        return session
+
+    def _mirror_tools(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *,
+                      full: bool) -> None:
+        room = self.hub.room(session.room)
+        if full:
+            removed = [t.page_name for t in room.tools_of(session.id)
+                       if t.page_name not in {e["definition"]["name"] for e in tools}]
+        if removed:
+            room.unregister(session.id, removed)
+        if tools:
+            room.register(session.id, session.page.title, [ToolDefinition.model_validate(t["definition"])
+                                                           for t in tools],
+                          session.label, keys=[t["key"] for t in tools])
+            self.hub.semantic.embed_later(room.index)
+
+    def _on_reply(self, message: dict[str, Any]) -> None:
+        call_id = message["call_id"]
+        if "outcome" in message:
+            self._asked.discard(call_id)  # the answer ended it in Redis too
+            self.hub.calls.settle(call_id, Outcome(**message["outcome"]))
+        else:
+            progress, total, text = message["progress"]
+            self.hub.calls.report_progress(call_id, progress, total, text)
+
+    # --- what this process says (HubLink) --------------------------------------------------
+
+    def held(self, session: PageSession) -> None:
+        self._queue(lambda: self._write_page(session, time.time()))
+
+    async def _write_page(self, session: PageSession, joined: float) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self._page(session.id), mapping={
+                "room": session.room, "page": session.page.model_dump_json(), "holder": self.process_id,
+                "connected": "1" if session.connected else "0"})
+            pipe.pexpire(self._page(session.id), self._ttl_ms)
+            pipe.zadd(self.prefix + "pages", {session.id: joined}, nx=True)
+            pipe.publish(self._catalog, json.dumps({"op": "held", "pid": self.process_id, "sid": session.id,
+                                                    "room": session.room, "page": session.page.model_dump_json()}))
+            await pipe.execute()
+
+    def away(self, session: PageSession) -> None:
+        async def write() -> None:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hset(self._page(session.id), "connected", "0")
+                pipe.publish(self._catalog, json.dumps({"op": "away", "pid": self.process_id, "sid": session.id}))
+                await pipe.execute()
+        self._queue(write)
+
+    def left(self, session: PageSession) -> None:
+        self._unsubscribe(session.id)
+
+        async def write() -> None:
+            if await self._forget(keys=[*self._page_keys(session.id), self.prefix + "pages"],
+                                  args=[self.process_id, session.id, self.prefix]):
+                await self.redis.publish(self._catalog, json.dumps({"op": "left", "pid": self.process_id,
+                                                                    "sid": session.id}))
+        self._queue(write)
+
+    def expired(self, session: PageSession) -> None:
+        """The grace period ran out here; the page is dropped unless it came back on a living process."""
+        async def confirm() -> None:
+            try:
+                gone = await self._forget(keys=[*self._page_keys(session.id), self.prefix + "pages"],
+                                          args=[self.process_id, session.id, self.prefix])
+            except RedisError:
+                self.hub.expect_back(session, self.heartbeat)  # ask again once Redis answers
+                raise
+            if gone:
+                holder, session.holder = session.holder, self.process_id  # this process drops it for all
+                self.hub.drop(session)
+                if holder != self.process_id:
+                    log.info("page %s did not come back after its process stopped", session.id[:6])
+            else:
+                record = cast(dict[str, str], await self.redis.hgetall(self._page(session.id)))
+                if record:
+                    self._mirror_record(session.id, record)
+        self._spawn(confirm(), "confirm that a page went away")
+
+    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
+        self._queue(lambda: self._write_tools(session, registered, removed, full=False))
+
+    async def _write_tools(self, session: PageSession, registered: list[Tool], removed: list[Tool], *,
+                           full: bool) -> None:
+        now = time.time()
+        entries: list[dict[str, Any]] = [{"definition": t.definition.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "key": t.key, "seq": now + i * 1e-6} for i, t in enumerate(registered)]
+        key = self._page(session.id, ":tools")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            if full:
+                pipe.delete(key)
+            if removed:
+                pipe.hdel(key, *(t.page_name for t in removed))
+            if entries:
+                pipe.hset(key, mapping={e["definition"]["name"]: json.dumps(e) for e in entries})
+                pipe.pexpire(key, self._ttl_ms)
+            pipe.publish(self._catalog, json.dumps({"op": "tools", "pid": self.process_id, "sid": session.id,
+                                                    "tools": entries, "removed": [t.page_name for t in removed],
+                                                    "full": full}))
+            await pipe.execute()
+
+    def activated(self, room: Room) -> None:
+        message = json.dumps({"op": "activate", "pid": self.process_id, "room": room.name, "keys": room.activated})
+        self._queue(lambda: self.redis.publish(self._catalog, message))
+
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
+        try:
+            number = await self._push_event(session, data)
+        except RedisError as exc:
+            log.warning("could not send a call to page %s through Redis: %s", session.id[:6], exc)
+            raise LinkDown("unavailable", UNAVAILABLE) from None
+        if number:
+            self._asked.add(call_id)
+        else:
+            raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
+
+    def push(self, session: PageSession, data: dict[str, Any]) -> None:
+        self._spawn(self._push_event(session, data), f"send {data['type']} to a page")
+
+    async def _push_event(self, session: PageSession, data: dict[str, Any]) -> int:
+        return await self._push_to(session.id, data)
+
+    async def _push_to(self, sid: str, data: dict[str, Any]) -> int:
+        call_id = data.get("call_id", "")
+        return await self._push(
+            keys=[self._page(sid), self._page(sid, ":calls"), self._page(sid, ":others"), self._call(call_id),
+                  self._events(sid)],
+            args=[data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid, OTHER_EVENTS_KEPT])
+
+    def settled(self, session: PageSession, call_id: str) -> None:
+        self._spawn(self._end_call(session.id, call_id), "end a call")
+
+    async def _end_call(self, sid: str, call_id: str) -> None:
+        if call_id not in self._asked:
+            return  # it never reached Redis
+        try:
+            await self._settle(keys=[self._page(sid, ":calls"), self._call(call_id), self._events(sid)], args=[call_id])
+        except RedisError:
+            self._unsettled[call_id] = sid  # ended here while Redis was away: the page is told on reconnecting
+            raise
+        self._asked.discard(call_id)
+
+    async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
+        message = {"call_id": call_id, "outcome": {"result": outcome.result, "error": outcome.error,
+                                                   "kind": outcome.kind}}
+        return await self._send_reply(session, call_id, message, claim=True)
+
+    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
+                       message: str | None) -> bool:
+        return await self._send_reply(session, call_id, {"call_id": call_id, "progress": [progress, total, message]},
+                                      claim=False)
+
+    async def _send_reply(self, session: PageSession, call_id: str, message: dict[str, Any], *, claim: bool) -> bool:
+        try:
+            return bool(await self._reply(keys=[self._call(call_id), self._page(session.id, ":calls"),
+                                                self._events(session.id)],
+                                          args=[session.id, json.dumps(message), "1" if claim else "0", self.prefix,
+                                                call_id]))
+        except RedisError:
+            raise ProtocolError("unavailable", UNAVAILABLE, call_id=call_id) from None
+
+    async def waiting(self, session: PageSession) -> list[str]:
+        try:
+            return sorted(cast(list[str], await self.redis.hkeys(self._page(session.id, ":calls"))))
+        except RedisError:
+            return sorted(session.pending_calls)
+
+    async def streaming(self, session: PageSession, last_event_id: int | None) -> None:
+        """An event stream opens here: follow the page's events, and fetch what it has not seen."""
+        try:
+            if session.id not in self._streamed:
+                self._streamed.add(session.id)
+                await self._pubsub.subscribe(self._events(session.id))
+            await self._backlog(session, last_event_id)
+        except RedisError as exc:  # the stream still opens; what it missed comes on reconnecting
+            log.warning("could not read page %s's events from Redis: %s", session.id[:6], exc)
+
+    async def _backlog(self, session: PageSession, last_event_id: int | None) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hvals(self._page(session.id, ":calls"))
+            if last_event_id is not None:
+                pipe.xrange(self._page(session.id, ":others"), f"{last_event_id + 1}-0", "+")
+            replies = await pipe.execute()
+        events = [json.loads(e) for e in replies[0]]
+        if last_event_id is not None:
+            events += [json.loads(fields["e"]) for _, fields in replies[1]]
+        for event in sorted(events, key=lambda e: e["id"]):
+            session.deliver(PageEvent(event["id"], event["data"]["type"], event["data"]))
+
+    def _unsubscribe(self, sid: str) -> None:
+        if sid in self._streamed:
+            self._streamed.discard(sid)
+            self._spawn(self._pubsub.unsubscribe(self._events(sid)), "stop following a page's events")

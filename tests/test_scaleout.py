@@ -1,0 +1,458 @@
+"""Shared mode: two bridges joined by a real redis-server; pages on one, agents on the other.
+
+Each bridge has its own link and process id, as two processes would; the kill -9 test at the
+end uses real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import AsyncExitStack, asynccontextmanager
+from types import SimpleNamespace
+
+import anyio
+import httpx
+import mcp_types as types
+import pytest
+import redis
+import websockets
+from mcp import Client
+
+from support import Page, eventually, free_port, open_page, page, running_bridge, tool
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
+
+CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
+ERAS = ["legacy", "2026-07-28"]
+
+
+def start_redis(port: int) -> subprocess.Popen:
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            return server
+        except redis.ConnectionError:
+            time.sleep(0.02)
+    raise AssertionError("redis-server did not start")
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    port = free_port()
+    server = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(5)
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    redis.Redis.from_url(redis_server).flushall()
+    return redis_server
+
+
+@asynccontextmanager
+async def bridges(redis_url: str, count: int = 2, **overrides):
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(running_bridge(redis_url=redis_url, redis_heartbeat=0.2, **overrides))
+               for _ in range(count)]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_page_on_one_process_is_called_by_an_agent_on_another(redis_url, era):
+    async with bridges(redis_url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode=era) as client:
+        await eventually(lambda: b.hub.room("default").get("user_confirm"))
+        listed = (await client.list_tools()).tools
+        assert [t.name for t in listed] == ["user_confirm"]
+        task = asyncio.create_task(client.call_tool("user_confirm", {"title": "Send?"}))
+        invoke = await p.event()
+        assert invoke["params"] == {"title": "Send?"}
+        await p.answer(invoke["call_id"], "yes")
+        result = await asyncio.wait_for(task, 10)
+        assert not result.is_error and result.content[0].text == "yes"
+        await p.answer(invoke["call_id"], "twice")
+        assert (await p.reply())["code"] == "unknown_call"
+
+
+def tools_of(b) -> list[str]:
+    """What an agent of this process is listed."""
+    return [t["name"] for t in b.hub.room("default").listing().tools]
+
+
+async def listed_on(b, names: list[str]) -> None:
+    await eventually(lambda: tools_of(b) == names)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_error_and_cancel_cross_processes(redis_url, era):
+    async with bridges(redis_url, progress_interval=5) as (a, b), page(a, CONFIRM) as p, \
+            Client(b.mcp_url(), mode=era) as client:
+        await listed_on(b, ["user_confirm"])
+        seen = []
+
+        async def on_progress(progress, total, message):
+            seen.append((progress, total, message))
+
+        task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}, progress_callback=on_progress))
+        invoke = await p.event()
+        await p.send({"type": "agui.tool.progress", "call_id": invoke["call_id"], "progress": 5, "total": 10,
+                      "message": "half"})
+        await eventually(lambda: (5, 10, "half") in seen)
+        await p.answer(invoke["call_id"], error="The user said no.")
+        result = await asyncio.wait_for(task, 10)
+        assert result.is_error and result.content[0].text == "The user said no."
+
+        with anyio.move_on_after(0.5):  # the agent gives up: the page on the other process hears of it
+            await client.call_tool("user_confirm", {"title": "y"})
+        invoke = await p.event()
+        cancel = await p.event()
+        assert cancel == {"type": "agui.tool.cancel", "call_id": invoke["call_id"], "reason": "cancelled by the agent"}
+        await p.answer(invoke["call_id"], "too late")
+        assert (await p.reply())["code"] == "unknown_call"
+        await p.send({"type": "agui.tool.progress", "call_id": "c_nope", "progress": 1})
+        assert (await p.reply())["code"] == "unknown_call"
+
+
+async def test_timeout_cross_processes(redis_url):
+    async with bridges(redis_url, call_timeout=0.5) as (a, b), page(a, CONFIRM) as p, \
+            Client(b.mcp_url(), mode="legacy") as client:
+        await listed_on(b, ["user_confirm"])
+        result = await client.call_tool("user_confirm", {"title": "x"})
+        assert result.is_error and "did not answer within 0.5 s" in result.content[0].text
+        invoke, cancel = await p.event(), await p.event()
+        assert cancel == {"type": "agui.tool.cancel", "call_id": invoke["call_id"], "reason": "timeout"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_list_changed_reaches_agents_of_every_process(redis_url, era):
+    async with bridges(redis_url) as (a, b):
+        changes: asyncio.Queue = asyncio.Queue()
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                await changes.put(message)
+
+        async def next_change(listening):
+            if era == "legacy":
+                await asyncio.wait_for(changes.get(), 5)
+            else:
+                await asyncio.wait_for(listening.__anext__(), 5)
+
+        async with Client(b.mcp_url(), mode=era, message_handler=on_message) as client, AsyncExitStack() as stack:
+            await client.list_tools()
+            listening = None if era == "legacy" else await stack.enter_async_context(
+                client.listen(tools_list_changed=True))
+            p = Page(a)
+            await p.connect()
+            await p.register(CONFIRM)
+            await next_change(listening)
+            assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+            await p.send({"type": "agui.tools.unregister", "tools": ["user_confirm"]})
+            assert (await p.reply())["type"] == "agui.tools.unregistered"
+            await next_change(listening)
+            assert (await client.list_tools()).tools == []
+            await p.register(CONFIRM)
+            await next_change(listening)
+            await p.close()  # left for good
+            await next_change(listening)
+            assert (await client.list_tools()).tools == []
+
+
+MANY = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(50)] + [
+    tool("invoice_tool", "Create an invoice for a customer", {"customer": {"type": "string"}})]
+
+
+async def test_search_mode_names_and_activation_are_the_same_on_every_process(redis_url):
+    async with bridges(redis_url) as (a, b), page(a, *MANY) as p, page(b, CONFIRM, title="Other page") as other, \
+            Client(a.mcp_url(), mode="legacy") as on_a, Client(b.mcp_url(), mode="2026-07-28") as on_b:
+        await eventually(lambda: len(a.hub.room("default")) == len(b.hub.room("default")) == 52)
+        assert tools_of(a) == tools_of(b) and "invoice_tool" not in tools_of(b)
+        found = await on_b.call_tool("tool_search", {"query": "create an invoice for a customer"})
+        assert found.structured_content["matches"][0]["name"] == "invoice_tool"
+        assert found.structured_content == (await on_a.call_tool(
+            "tool_search", {"query": "create an invoice for a customer"})).structured_content
+        await listed_on(a, tools_of(b))  # activated on b: listed on a as well
+        assert "invoice_tool" in [t.name for t in (await on_a.list_tools()).tools]
+        task = asyncio.create_task(on_a.call_tool("call_tool", {"name": "user_confirm", "arguments": {"title": "t"}}))
+        invoke = await other.event()  # a's agent, b's page
+        await other.answer(invoke["call_id"], "ok")
+        assert (await asyncio.wait_for(task, 10)).content[0].text == "ok"
+
+
+async def test_a_page_that_comes_back_on_another_process_keeps_its_calls(redis_url):
+    async with bridges(redis_url, count=3, page_grace=5) as (a, b, c), Client(c.mcp_url(), mode="legacy") as client:
+        p = await open_page(a, CONFIRM)
+        await listed_on(c, ["user_confirm"])
+        first = asyncio.create_task(client.call_tool("user_confirm", {"title": "1"}))
+        invoke = await p.event()
+        seen = p.event_ids[-1]
+        second = asyncio.create_task(client.call_tool("user_confirm", {"title": "2"}))
+        await p.event()
+        await p.drop()
+
+        back = Page(b, session_id=p.session_id)  # resumes on another process, from where it stopped
+        welcome = await back.connect(last_event_id=seen)
+        assert welcome["resumed"] is True
+        replayed = await back.event()
+        assert replayed["params"] == {"title": "2"}
+        await back.answer(replayed["call_id"], "two")
+        await back.answer(invoke["call_id"], "one")
+        assert (await asyncio.wait_for(second, 10)).content[0].text == "two"
+        assert (await asyncio.wait_for(first, 10)).content[0].text == "one"
+        await asyncio.sleep(0.3)
+        assert back.events.empty()  # nothing delivered twice
+        await eventually(lambda: a.hub.session(p.session_id).holder == b.bridge.link.process_id)
+        await back.close()
+        await eventually(lambda: all(b_.hub.session(p.session_id) is None for b_ in (a, b, c)))
+
+
+async def test_pages_of_a_stopped_process_that_never_come_back_fail_their_calls(redis_url):
+    async with bridges(redis_url, count=1, page_grace=0.5) as (b,), Client(b.mcp_url(), mode="legacy") as client:
+        async with running_bridge(redis_url=redis_url, redis_heartbeat=0.2, page_grace=0.5) as a:
+            p = await open_page(a, CONFIRM)
+            await listed_on(b, ["user_confirm"])
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
+            await p.event()
+        # a stopped and its page is gone for good: the call fails as a page gone away, not at the timeout
+        result = await asyncio.wait_for(task, 10)
+        assert result.is_error and "went away" in result.content[0].text
+        assert (await client.list_tools()).tools == []
+        keys = await b.bridge.link.redis.keys("agui:page:*")
+        assert keys == []
+
+
+class FailoverPage:
+    """A page behind a load balancer, as the browser client behaves: when its bridge process dies
+    it comes back on the next one with its session, from the last event it saw, re-registers its
+    tools and sends again the answers the bridge says it is still waiting for. It answers each
+    invocation after a short delay, with the call's own token."""
+
+    def __init__(self, urls: list[str], tools: list[dict]) -> None:
+        self.urls, self.tools = urls, tools
+        self.session_id: str | None = None
+        self.last_event_id: int | None = None
+        self.sent: dict[str, dict] = {}  # call_id -> answer sent
+        self.outbox: dict[str, dict] = {}  # call_id -> answer made while no socket was open
+        self.invoked: dict[str, int] = {}  # call_id -> invocations received
+        self.reconnects = 0
+        self._ws = None
+        self._task: asyncio.Task | None = None
+        self._answering: set[asyncio.Task] = set()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+        await eventually(lambda: self.session_id is not None)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        turn = 0
+        while True:
+            base = self.urls[turn % len(self.urls)]
+            try:
+                await self._connect(base)
+            except Exception:  # the process died (socket errors, maybe grouped by the task group)
+                pass
+            self.reconnects += 1
+            turn += 1
+            await asyncio.sleep(0.05)
+
+    async def _connect(self, base: str) -> None:
+        async with websockets.connect(base.replace("http", "ws") + "/agui/ws") as ws, \
+                httpx.AsyncClient(timeout=None) as http:
+            await ws.send(json.dumps({"type": "agui.hello", "session_id": self.session_id,
+                                      "page": {"url": "http://127.0.0.1/failover", "title": "Failover page"}}))
+            welcome = json.loads(await ws.recv())
+            self.session_id = welcome["session_id"]
+            self._ws = ws
+            await ws.send(json.dumps({"type": "agui.tools.register", "tools": self.tools}))
+            for call_id in welcome.get("waiting", []):
+                if call_id in self.sent:
+                    self.outbox[call_id] = self.sent[call_id]
+            for call_id, answer in list(self.outbox.items()):
+                await ws.send(json.dumps(answer))
+                del self.outbox[call_id]
+            headers = {"Last-Event-ID": str(self.last_event_id)} if self.last_event_id is not None else {}
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._read_socket, ws)
+                async with http.stream("GET", base + welcome["events_url"], headers=headers) as response:
+                    event: dict[str, str] = {}
+                    async for line in response.aiter_lines():
+                        if line:
+                            key, _, value = line.partition(":")
+                            event[key] = value.removeprefix(" ")
+                            continue
+                        if event.get("event") == "agui.tool.invoke":
+                            self.last_event_id = int(event["id"])
+                            invoke = json.loads(event["data"])
+                            self.invoked[invoke["call_id"]] = self.invoked.get(invoke["call_id"], 0) + 1
+                            self._answering.add(task := asyncio.create_task(self._answer(invoke)))
+                            task.add_done_callback(self._answering.discard)  # outlives the connection
+                        elif "id" in event:
+                            self.last_event_id = int(event["id"])
+                        event = {}
+                group.cancel_scope.cancel()
+            self._ws = None
+
+    async def _read_socket(self, ws) -> None:
+        async for _ in ws:
+            pass
+
+    async def _answer(self, invoke: dict) -> None:
+        await asyncio.sleep(random.uniform(0, 0.3))
+        answer = {"type": "agui.tool.return", "call_id": invoke["call_id"],
+                  "result": {"token": invoke["params"]["token"]}}
+        self.sent[invoke["call_id"]] = answer
+        try:
+            await self._ws.send(json.dumps(answer))
+        except (AttributeError, websockets.ConnectionClosed):
+            self.outbox[invoke["call_id"]] = answer  # sent after reconnecting
+
+
+def start_process(port: int, redis_url: str, page_grace: float = 10) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--redis-url", redis_url,
+                             "--redis-heartbeat", "0.2", "--page-grace", str(page_grace), "--max-calls-per-page", "500",
+                             "--log-level", "warning"],
+                            stderr=subprocess.DEVNULL)
+
+
+async def wait_for_port(port: int) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(200):
+            try:
+                await http.get(f"http://127.0.0.1:{port}/api/state")
+                return
+            except httpx.HTTPError:
+                await asyncio.sleep(0.05)
+    raise AssertionError(f"no bridge came up on port {port}")
+
+
+TOKEN_TOOL = tool("echo_token", "Answer with the token.", {"token": {"type": "string"}}, ["token"])
+
+
+async def test_kill_9_of_the_page_holding_process_loses_and_doubles_no_call(redis_url):
+    ports = [free_port(), free_port()]
+    processes = [start_process(port, redis_url) for port in ports]
+    try:
+        await asyncio.gather(*(wait_for_port(port) for port in ports))
+        a_url, b_url = (f"http://127.0.0.1:{port}" for port in ports)
+        page = FailoverPage([a_url, b_url], [TOKEN_TOOL])
+        await page.start()
+        async with Client(b_url + "/mcp", mode="legacy") as legacy, Client(b_url + "/mcp", mode="2026-07-28") as modern:
+            for _ in range(100):
+                if [t.name for t in (await legacy.list_tools()).tools] == ["echo_token"]:
+                    break
+                await asyncio.sleep(0.05)
+            tokens = [f"t{i}" for i in range(200)]
+            calls = [asyncio.create_task((legacy if i % 2 else modern).call_tool("echo_token", {"token": token}))
+                     for i, token in enumerate(tokens)]
+            await eventually(lambda: len(page.sent) >= 40)
+            processes[0].kill()  # SIGKILL: no goodbye, no shutdown, answers in flight lost with it
+            results = await asyncio.wait_for(asyncio.gather(*calls), 60)
+        await page.stop()
+        assert page.reconnects >= 1
+        assert [r.content[0].text for r in results if r.is_error] == []
+        assert [r.structured_content for r in results] == [{"token": t} for t in tokens]  # each its own, once
+        assert len(page.invoked) == 200 and set(page.invoked.values()) == {1}  # no invocation delivered twice
+        assert redis.Redis.from_url(redis_url).keys("agui:call:*") == []
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait(5)
+
+
+async def test_redis_lost_mid_run_gives_clear_errors_and_recovers():
+    port = free_port()
+    server = start_redis(port)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        async with bridges(url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode="legacy") as client:
+            await listed_on(b, ["user_confirm"])
+            waiting = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
+            await p.event()
+            server.terminate()
+            server.wait(5)
+            # The call in flight ends with the reason, not at its timeout; a new call too.
+            result = await asyncio.wait_for(waiting, 10)
+            assert result.is_error and "lost its connection to Redis" in result.content[0].text
+            refused = await asyncio.wait_for(client.call_tool("user_confirm", {"title": "y"}), 15)
+            assert refused.is_error and "lost its connection to Redis" in refused.content[0].text
+
+            server = start_redis(port)  # back, empty: the processes write their pages again
+            await eventually(lambda: a.bridge.link.up and b.bridge.link.up, timeout=15)
+            await listed_on(b, ["user_confirm"])
+            cancel = await p.event()  # the page hears that the call it was asked ended
+            assert cancel["type"] == "agui.tool.cancel" and "Redis" in cancel["reason"]
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "z"}))
+            invoke = await p.event()
+            assert invoke["params"] == {"title": "z"}
+            await p.answer(invoke["call_id"], "fine again")
+            assert (await asyncio.wait_for(task, 10)).content[0].text == "fine again"
+    finally:
+        server.terminate()
+        server.wait(5)
+
+
+async def test_redis_unreachable_at_start_the_bridge_serves_and_says_why():
+    async with running_bridge(redis_url=f"redis://127.0.0.1:{free_port()}/0") as b, page(b, CONFIRM), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        assert not b.bridge.link.up
+        result = await asyncio.wait_for(client.call_tool("user_confirm", {"title": "x"}), 15)
+        assert result.is_error and "lost its connection to Redis" in result.content[0].text
+
+
+@pytest.mark.parametrize("url, problem", [("http://127.0.0.1:6379", "must specify one of the following schemes"),
+                                          ("redis://127.0.0.1:1/0", "needs the 'redis' extra")])
+def test_unusable_redis_settings_are_one_line_and_exit_2(url, problem):
+    hide_redis = "import sys; sys.modules['redis'] = None; " if "extra" in problem else ""
+    run = subprocess.run([sys.executable, "-c", f"{hide_redis}from bridge.cli import main; "
+                          f"main(['serve', '--port', '0', '--redis-url', {url!r}])"],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2
+    assert problem in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+async def test_pages_of_a_killed_process_that_never_come_back_expire_and_fail_their_calls(redis_url):
+    port = free_port()
+    process = start_process(port, redis_url, page_grace=0.5)
+    try:
+        await wait_for_port(port)
+        async with bridges(redis_url, count=1, page_grace=0.5) as (b,), Client(b.mcp_url(), mode="legacy") as client:
+            gone = Page(SimpleNamespace(url=f"http://127.0.0.1:{port}", ws_url=f"ws://127.0.0.1:{port}/agui/ws"))
+            await gone.connect()
+            await gone.register(CONFIRM)
+            await listed_on(b, ["user_confirm"])
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}))
+            await gone.event()
+            process.kill()  # no goodbye: only its heartbeat stops
+            result = await asyncio.wait_for(task, 10)  # heartbeats (3 x 0.2 s) + grace (0.5 s), not the timeout
+            assert result.is_error and "went away" in result.content[0].text
+            assert (await client.list_tools()).tools == []
+            assert await b.bridge.link.redis.keys("agui:page:*") == []
+            await gone.drop()
+    finally:
+        process.kill()
+        process.wait(5)
+
+
+async def test_a_stray_message_on_a_channel_stops_nothing(redis_url):
+    async with bridges(redis_url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode="legacy") as client:
+        await listed_on(b, ["user_confirm"])
+        for channel, data in (("agui:catalog", "not json"), ("agui:catalog", '{"op": "tools"}'),
+                              (f"agui:proc:{b.bridge.link.process_id}", '{"call_id": "c_nope", "outcome": 5}')):
+            await b.bridge.link.redis.publish(channel, data)
+        task = asyncio.create_task(client.call_tool("user_confirm", {"title": "still"}))
+        invoke = await p.event()
+        await p.answer(invoke["call_id"], "fine")
+        assert (await asyncio.wait_for(task, 10)).content[0].text == "fine"
