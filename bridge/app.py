@@ -13,21 +13,25 @@ MCP URL) follows the mount prefix and `root_path`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
@@ -47,6 +51,24 @@ def _web_client() -> Path:
 
 
 WEB_CLIENT = _web_client()
+SHUTDOWN_POLL_SECONDS = 0.5
+MCP_ROUTE = re.compile(r"/mcp|/rooms/(?P<room>[^/]+)/mcp")  # the paths of the two MCP routes below
+
+
+def _needs_cors(scope: Scope) -> bool:
+    """A cross-origin browser request (it sends Origin) reads the answer only with the CORS headers
+    the middleware adds; WebSockets have no CORS (the page endpoint checks their Origin itself)."""
+    return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
+
+
+async def _endpoint_in_scope(scope: Scope, receive: Receive, send: Send) -> None:
+    await scope["endpoint"](scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path below the mount prefix (`root_path`), as the router matches it."""
+    path, prefix = scope["path"], scope.get("root_path", "")
+    return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
 
 
 def _redis_link(hub: Hub, settings: Settings) -> Any:
@@ -74,6 +96,10 @@ class Bridge:
         self.metrics = BridgeMetrics(self.hub)
         self.link = _redis_link(self.hub, self.settings) if self.settings.redis_url else None
         self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
+        # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
+        # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
+        # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
+        self._direct = TrustedHostMiddleware(_endpoint_in_scope, allowed_hosts=self._trusted_hosts())
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -82,19 +108,57 @@ class Bridge:
         if self.link is not None:
             await self.link.start()
         try:
-            async with self.mcp.running():
+            async with self.mcp.running(), anyio.create_task_group() as watching:
+                watching.start_soon(self._shut_down_with_the_server)
                 yield
+                watching.cancel_scope.cancel()
         finally:
             self.shutdown()
             if self.link is not None:
                 await self.link.close()
+
+    async def _shut_down_with_the_server(self) -> None:
+        """uvicorn ends the lifespan only once every connection has closed, and a page's event stream
+        never closes by itself: when the server starts to exit (sse-starlette notes uvicorn's exit in
+        `AppStatus`), the calls are answered and the streams end now, not a page grace later."""
+        while not AppStatus.should_exit:
+            await anyio.sleep(SHUTDOWN_POLL_SECONDS)
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Answer every call in flight with an error and tell the pages; for a host app's shutdown."""
         self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
+        if scope["type"] == "lifespan" or _needs_cors(scope) or not self._route_directly(scope):
+            await self._app(scope, receive, send)
+        else:
+            await self._direct(scope, receive, send)
+
+    def _route_directly(self, scope: Scope) -> bool:
+        """Whether an endpoint serves this request without the stack; it goes into the scope (updated in
+        place, as Starlette's router does: a copy would be kept as long as a page stays connected)."""
+        path = _route_path(scope)
+        if scope["type"] == "websocket":
+            endpoint: ASGIApp | None = self._page_socket if path == "/agui/ws" else None
+        elif path == "/agui/events" and scope["method"] in ("GET", "HEAD"):
+            endpoint = self._page_events
+        elif (mcp := MCP_ROUTE.fullmatch(path)) is not None:
+            endpoint = self.mcp
+            scope["path_params"] = {"room": mcp["room"]} if mcp["room"] else {}
+        else:
+            endpoint = None
+        if endpoint is None:
+            return False
+        scope["endpoint"] = endpoint
+        return True
+
+    async def _page_socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.pages.websocket(WebSocket(scope, receive, send))
+
+    async def _page_events(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.pages.events(Request(scope, receive))
+        await response(scope, receive, send)
 
     def _routes(self) -> list[Any]:
         async def api_state(request: Request) -> Response:
@@ -126,7 +190,6 @@ class Bridge:
             return endpoint
 
         return [
-            WebSocketRoute("/agui/ws", self.pages.websocket),
             Route("/agui/events", self.pages.events),
             Route("/agui/run", self.agui),
             Route("/rooms/{room}/agui/run", self.agui),
@@ -154,6 +217,8 @@ class Bridge:
                                  allow_methods=["GET", "POST"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
         # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
         # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
-        hosts = sorted({h.rsplit(":", 1)[0].strip("[]") for h in s.allowed_hosts})
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=hosts))
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=self._trusted_hosts()))
         return middleware
+
+    def _trusted_hosts(self) -> list[str]:
+        return sorted({h.rsplit(":", 1)[0].strip("[]") for h in self.settings.allowed_hosts})

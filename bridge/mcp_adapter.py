@@ -19,7 +19,7 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
 from bridge.meta_tools import Invoke, UnknownTool
+from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
 from bridge.results import error_result, to_call_tool_result
 
 log = logging.getLogger("bridge.mcp")
@@ -220,7 +221,8 @@ def _offer(stream: Any, item: Any) -> None:
 @dataclass(eq=False)
 class _ServedRoom:
     server: RoomServer
-    manager: StreamableHTTPSessionManager
+    manager: StreamableHTTPSessionManager  # SSE mode: sessions, progress, listen streams
+    plain_calls: StreamableHTTPSessionManager  # JSON mode: 2026-07-28 calls without progress (plain_calls.py)
     stop: anyio.CancelScope
     requests: int = 0  # in progress, including agents' open notification streams
     last_used: float = 0.0
@@ -280,9 +282,12 @@ class McpRooms:
             if served is None:
                 if self._task_group is None:
                     raise LifespanNotEntered()
-                manager = StreamableHTTPSessionManager(self.server(room).server, security_settings=self.security)
-                stop = await self._task_group.start(_run_manager, manager)
-                served = self._served[room] = _ServedRoom(self._servers[room], manager, stop)
+                server = self.server(room)
+                manager = StreamableHTTPSessionManager(server.server, security_settings=self.security)
+                plain_calls = StreamableHTTPSessionManager(server.server, security_settings=self.security,
+                                                           json_response=True)
+                stop = await self._task_group.start(_run_managers, (manager, plain_calls))
+                served = self._served[room] = _ServedRoom(server, manager, plain_calls, stop)
             return served
 
     async def _free_idle_rooms(self) -> None:
@@ -314,7 +319,14 @@ class McpRooms:
             return
         served.requests += 1
         try:
-            await served.manager.handle_request(scope, receive, send)
+            if may_ask_for_plain_call(scope):
+                request = await PeekedRequest.read(receive)
+                if is_plain_call(request):
+                    await answer_watching_disconnect(served.plain_calls.handle_request, scope, request, receive, send)
+                else:
+                    await served.manager.handle_request(scope, request.replay(receive), send)
+            else:
+                await served.manager.handle_request(scope, receive, send)
         finally:
             served.requests -= 1
             served.last_used = anyio.current_time()
@@ -348,8 +360,11 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("notifying agents of a tool-list change failed", exc_info=task.exception())
 
 
-async def _run_manager(manager: StreamableHTTPSessionManager, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+async def _run_managers(managers: tuple[StreamableHTTPSessionManager, ...], *,
+                        task_status=anyio.TASK_STATUS_IGNORED) -> None:
     with anyio.CancelScope() as stop:
-        async with manager.run():
+        async with AsyncExitStack() as running:
+            for manager in managers:
+                await running.enter_async_context(manager.run())
             task_status.started(stop)
             await anyio.sleep_forever()

@@ -182,3 +182,45 @@ async def test_fastapi_example_demo_page_in_a_browser_gives_agents_its_tools(bro
         async with open_page(browser, origin + "/bridge/", ready=None), \
                 Client(origin + "/bridge/mcp", mode="legacy") as client:
             await wait_for_tools(client, "agui_user_confirm")
+
+
+HOST_APP = """
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from bridge import Bridge
+
+bridge = Bridge()
+app = Starlette(routes=[Mount("/bridge", app=bridge)], lifespan=bridge.lifespan)
+"""
+
+
+async def test_a_host_app_stopping_ends_the_page_streams_at_once(tmp_path):
+    """uvicorn waits for open connections before it ends the lifespan: the bridge must end its pages'
+    event streams when the server starts to exit, not a page grace (10 s) later."""
+    import os
+    import signal
+    import sys
+
+    (tmp_path / "host_app.py").write_text(HOST_APP)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "uvicorn", "host_app:app", "--port", str(port), "--log-level", "warning",
+        cwd=tmp_path, env=os.environ | {"PYTHONPATH": str(tmp_path)})
+    try:
+        page = Page(Mounted(f"http://127.0.0.1:{port}", "/bridge"))
+        for _ in range(200):
+            try:
+                await page.connect()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        started = asyncio.get_running_loop().time()
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 5) == 0
+        assert asyncio.get_running_loop().time() - started < 3
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

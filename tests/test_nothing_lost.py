@@ -158,3 +158,14 @@ async def test_an_idle_event_stream_carries_keep_alive_comments():
                 if comments == 2:
                     break
         assert comments == 2
+
+
+async def test_the_event_stream_answers_head_with_its_headers_and_no_stream():
+    import httpx
+
+    async with running_bridge() as b, page(b, ECHO) as p, httpx.AsyncClient(timeout=5) as http:
+        head = await http.head(f"{b.url}/agui/events?session={p.session_id}")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-type"] == "text/event-stream; charset=utf-8"
+        assert head.headers["cache-control"] == "no-store"
+        assert b.hub.session(p.session_id).streaming  # the page's own stream goes on
