@@ -458,3 +458,19 @@ async def test_a_stray_message_on_a_channel_stops_nothing(redis_url):
         invoke = await p.event()
         await p.answer(invoke["call_id"], "fine")
         assert (await asyncio.wait_for(task, 10)).content[0].text == "fine"
+
+
+async def test_an_agui_thread_on_one_process_serves_an_agent_on_another(redis_url):
+    from test_agui import answer, run, run_input  # the AG-UI wire helpers
+
+    async with bridges(redis_url, page_grace=5) as (a, b), Client(b.mcp_url(), mode="legacy") as client:
+        async with run(a, run_input()) as r:
+            await r.until("RUN_STARTED")
+            await listed_on(b, ["add"])
+            call = asyncio.create_task(client.call_tool("add", {"a": 1, "b": 2}))
+            start = await r.until("TOOL_CALL_START")
+            await r.finished()
+        async with run(a, run_input(messages=answer(start["toolCallId"], "3"))) as r2:  # the thread's next run
+            assert (await r2.next())["type"] == "RUN_STARTED"
+            result = await asyncio.wait_for(call, 10)
+        assert result.content[0].text == "3" and not result.is_error
