@@ -78,7 +78,7 @@ def _redis_link(hub: Hub, settings: Settings) -> Any:
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
-        return RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat)
+        return RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix)
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
 

@@ -55,6 +55,7 @@ class Settings:
     search_model_cache: str = field(default="", metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
     stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
     redis_url: str = field(default="", metadata={"help": "redis://host:port/db shared by several bridge processes, which then serve one set of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed"})
+    redis_prefix: str = field(default="agui:", metadata={"help": "prefix of every Redis key and channel of this deployment; another deployment on the same Redis needs another (pub/sub channels are shared by all databases)"})
     redis_heartbeat: float = field(default=1.0, metadata={"help": "seconds between a process's heartbeats in Redis; a process silent for 3 is taken for dead and its pages get the grace period to come back elsewhere"})
     room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
