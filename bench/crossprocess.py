@@ -81,7 +81,8 @@ async def measure(args) -> None:
                     p50, p99 = c.percentile(latencies[name], .5), c.percentile(latencies[name], .99)
                     rates = {load: len(walls[(name, load)]) * args.calls * 2 / sum(walls[(name, load)])
                              for load in LOADS[1:]}
-                    rows.append([c.ERA_LABEL[era], name, f"{p50 * 1e3:.2f}", f"{p99 * 1e3:.2f}", f"{p50 / base_p50:.2f}",
+                    rows.append([c.ERA_LABEL[era], name, f"{p50 * 1e3:.2f}", f"{p99 * 1e3:.2f}",
+                                 f"{p50 / base_p50:.2f}",
                                  *(f"{rates[load]:.0f} ({rates[load] / base_rate[load]:.2f})" for load in LOADS[1:])])
     finally:
         for p in pages:

@@ -472,8 +472,9 @@ class RedisLink:
     async def _write_tools(self, session: PageSession, registered: list[Tool], removed: list[Tool], *,
                            full: bool) -> None:
         now = time.time()
-        entries: list[dict[str, Any]] = [{"definition": t.definition.model_dump(mode="json", by_alias=True, exclude_none=True),
-                    "key": t.key, "seq": now + i * 1e-6} for i, t in enumerate(registered)]
+        entries: list[dict[str, Any]] = [
+            {"definition": t.definition.model_dump(mode="json", by_alias=True, exclude_none=True), "key": t.key,
+             "seq": now + i * 1e-6} for i, t in enumerate(registered)]
         key = self._page(session.id, ":tools")
         async with self.redis.pipeline(transaction=False) as pipe:
             if full:

@@ -477,7 +477,8 @@ async def test_an_agui_thread_on_one_process_serves_an_agent_on_another(redis_ur
 
 
 async def test_deployments_with_their_own_prefix_share_one_redis_and_see_nothing_of_each_other(redis_url):
-    async with bridges(redis_url) as (mine, mine_too), bridges(redis_url, redis_prefix="other:") as (theirs, theirs_too), \
+    async with bridges(redis_url) as (mine, mine_too), \
+            bridges(redis_url, redis_prefix="other:") as (theirs, theirs_too), \
             page(mine, CONFIRM), page(theirs, tool("other_tool")):
         await listed_on(mine_too, ["user_confirm"])
         await listed_on(theirs_too, ["other_tool"])
