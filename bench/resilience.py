@@ -34,6 +34,7 @@ allocator keeping a peak (growing once).
     .venv/bin/python bench/resilience.py --quick            # 10 pages x 5 calls, ~5 s
     .venv/bin/python bench/resilience.py --pages 50 --calls 40 --seed 7 --faults ws-drop,stream-drop
     .venv/bin/python bench/resilience.py --bridge-src /tmp/variant   # a scratch copy of the package
+    .venv/bin/python bench/resilience.py --redis    # pages on one process, agents on another (Redis)
 
 Exits 1 when any call was lost, doubled, wrong or an error. tests/test_resilience.py runs the quick
 variant through `run()`.
@@ -91,6 +92,7 @@ class Config:
     rounds: int = 1  # rounds of `calls` per page, memory read after each
     client_keepalive: float = 2.0  # seconds an idle HTTP connection is reused by agents (see mcp_client)
     bridge_src: str | None = None  # run `bridge` from this directory instead (a scratch variant)
+    redis: bool = False  # shared mode: pages on one bridge process, agents on another, through a redis-server
 
     @classmethod
     def quick(cls, **overrides: Any) -> Config:
@@ -168,12 +170,33 @@ def bridge_command(cfg: Config) -> tuple[list[str], dict[str, str]]:
 
 
 @asynccontextmanager
-async def bridge_process(cfg: Config, log: list[str]):
+async def redis_server():
+    """Debian's redis-server on a free port, nothing kept on disk; its URL."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec("redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                                "--save", "", "--appendonly", "no",
+                                                stdout=asyncio.subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+@asynccontextmanager
+async def bridge_process(cfg: Config, log: list[str], *extra: str):
     port = free_port()
     command, env = bridge_command(cfg)
     proc = await asyncio.create_subprocess_exec(
         *command, "serve", "--port", str(port), "--page-grace", f"{cfg.page_grace:g}",
-        "--log-level", "warning", cwd=cfg.bridge_src or ROOT, stderr=asyncio.subprocess.PIPE, env=env)
+        "--log-level", "warning", *extra, cwd=cfg.bridge_src or ROOT, stderr=asyncio.subprocess.PIPE, env=env)
     assert proc.stderr is not None
     try:
         banner = await asyncio.wait_for(proc.stderr.readline(), 30)
@@ -567,6 +590,16 @@ async def _bridge_state(http: httpx.AsyncClient, url: str) -> str:
             + f"; recent outcomes: {dict(Counter(r.get('outcome') for r in state.get('recent', [])))}")
 
 
+async def _every_tool_reached(http: httpx.AsyncClient, url: str, tools: int) -> None:
+    """Shared mode: the agents' process has learnt every page's tool."""
+    for _ in range(500):
+        rooms = (await http.get(url + "/api/state")).json()["rooms"]
+        if rooms and rooms[0]["tools"] == tools:
+            return
+        await asyncio.sleep(0.02)
+    raise RuntimeError("the pages' tools did not all reach the agents' bridge process")
+
+
 def _check_doubles(invoked: dict[str, set[str]], tally: Tally) -> None:
     for token, call_ids in invoked.items():
         if len(call_ids) > 1:
@@ -600,13 +633,19 @@ async def run(cfg: Config, progress=lambda _msg: None) -> Tally:
     invoked: dict[str, set[str]] = {}
     seen: set[str] = set()
     async with AsyncExitStack() as stack:
-        proc, url = await stack.enter_async_context(bridge_process(cfg, tally.bridge_log))
+        shared: tuple[str, ...] = ()
+        if cfg.redis:
+            shared = ("--redis-url", await stack.enter_async_context(redis_server()), "--max-calls-per-page", "1000")
+        proc, url = await stack.enter_async_context(bridge_process(cfg, tally.bridge_log, *shared))
+        agents_url = url
+        if cfg.redis:  # the agents' process: every call crosses to the pages' process through Redis
+            _, agents_url = await stack.enter_async_context(bridge_process(cfg, tally.bridge_log, *shared))
         http = await stack.enter_async_context(httpx.AsyncClient(
             timeout=httpx.Timeout(30, read=None), limits=httpx.Limits(
                 max_connections=None, max_keepalive_connections=None, keepalive_expiry=cfg.client_keepalive)))
         pages: list[SimPage] = []  # closed after the agents, so no agent is told of tools leaving as it closes
         stack.push_async_callback(lambda: asyncio.gather(*(p.close() for p in pages), return_exceptions=True))
-        clients = [await stack.enter_async_context(mcp_client(url + "/mcp", ERAS[i % len(ERAS)],
+        clients = [await stack.enter_async_context(mcp_client(agents_url + "/mcp", ERAS[i % len(ERAS)],
                                                               cfg.client_keepalive))
                    for i in range(cfg.clients)]
         master = random.Random(cfg.seed)
@@ -619,7 +658,10 @@ async def run(cfg: Config, progress=lambda _msg: None) -> Tally:
                 await p.open()
 
         await asyncio.gather(*(opened(p) for p in pages))
-        progress(f"{len(pages)} pages open; {len(clients)} MCP clients ({', '.join(ERAS)})")
+        if cfg.redis:
+            await _every_tool_reached(http, agents_url, len(pages))
+        progress(f"{len(pages)} pages open; {len(clients)} MCP clients ({', '.join(ERAS)})"
+                 + (" on another bridge process, through Redis" if cfg.redis else ""))
         if cfg.warmup:  # a round like the run's, so what the run adds is growth, not first use
             await _calls(pages, clients, cfg, warm, "warm", invoked)
             progress(f"warm-up: {warm.ok}/{warm.calls} ok, faults {dict(warm.faults)}, "
@@ -732,6 +774,9 @@ def main() -> None:
                         help="seconds without any call returning after which the calls left are lost (default 60)")
     parser.add_argument("--rounds", type=int, help="repeat the run this many times, memory read after each (default 1)")
     parser.add_argument("--quick", action="store_true", help="10 pages x 5 calls, 2 at a time, ~5 s")
+    parser.add_argument("--redis", action="store_true",
+                        help="shared mode: the pages on one bridge process, the agents on another, through a "
+                             "redis-server started on a free port (Debian's)")
     args = parser.parse_args()
     if args.faults is not None:
         kinds = tuple(k.strip().replace("_", " ").replace("-", " ") for k in args.faults.split(","))
@@ -744,7 +789,7 @@ def main() -> None:
                                    ("seed", args.seed), ("resend_window", args.resend_window),
                                    ("client_keepalive", args.client_keepalive), ("bridge_src", args.bridge_src),
                                    ("faults", args.faults), ("rounds", args.rounds),
-                                   ("stall", args.stall)) if v is not None}
+                                   ("stall", args.stall), ("redis", args.redis or None)) if v is not None}
     cfg = Config.quick(**overrides) if args.quick else Config(**overrides)
     print(machine(), flush=True)
     tally = asyncio.run(run(cfg, progress=lambda msg: print(msg, flush=True)))

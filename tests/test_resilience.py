@@ -7,6 +7,8 @@ their event stream, or reload) and the MCP SDK agents of both eras run here. The
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from bench import resilience
@@ -33,3 +35,15 @@ async def test_every_call_is_answered_exactly_once_through_faults(faults):
     assert not tally.page_errors, summary
     # Every second answer (sent again after a WebSocket drop) that got a reply was refused.
     assert tally.refused <= tally.resent + tally.replays, summary
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
+async def test_every_call_crossing_processes_is_answered_exactly_once_through_faults():
+    """Shared mode: the pages on one bridge process, the agents on another, through Redis."""
+    cfg = resilience.Config.quick(warmup=False, settle=0, redis=True)
+    tally = await resilience.run(cfg)
+    summary = resilience.report(cfg, tally)
+    assert not tally.failed, summary
+    assert tally.calls == tally.ok == 50, summary
+    assert all(tally.faults[kind] > 0 for kind in resilience.FAULTS), summary
+    assert tally.renamed == tally.not_resumed == 0 and not tally.page_errors, summary
