@@ -299,6 +299,9 @@ class RedisLink:
                 pipe.hgetall(self._page(sid, ":tools"))
             replies = await pipe.execute()
         known = set()
+        expired = [sid for sid, record in zip(sids, replies[::2]) if not record]
+        if expired:  # pages whose record outlived every process that could forget them
+            await self.redis.zrem(self.prefix + "pages", *expired)
         for sid, record, tools in zip(sids, replies[::2], replies[1::2]):
             if not record or record.get("holder") == self.process_id:
                 continue

@@ -484,3 +484,11 @@ async def test_deployments_with_their_own_prefix_share_one_redis_and_see_nothing
         await listed_on(theirs_too, ["other_tool"])
         await asyncio.sleep(0.3)
         assert tools_of(mine_too) == ["user_confirm"] and tools_of(theirs_too) == ["other_tool"]
+
+
+async def test_a_page_whose_record_expired_with_every_process_is_forgotten_at_start(redis_url):
+    stale = redis.Redis.from_url(redis_url)
+    stale.zadd("agui:pages", {"gone-session": 1.0})  # its agui:page:… hash expired long ago
+    async with bridges(redis_url, count=1) as (b,):
+        assert b.hub.session("gone-session") is None
+        assert stale.zrange("agui:pages", 0, -1) == []
