@@ -42,9 +42,9 @@ REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
 
 
 class HubLink(Protocol):
-    """Shared mode (`bridge.redis_link`): what other processes must learn of this one's pages and
-    calls, and how events and answers reach whichever process holds the other end. Without a link
-    the hub keeps everything in this process."""
+    """Where the hub's pages and calls live: in this process (`LocalLink`), or shared with other
+    processes (`bridge.redis_link`), which must learn of this one's pages and calls, and through
+    which events and answers reach whichever process holds the other end."""
 
     process_id: str
 
@@ -66,6 +66,7 @@ class HubLink(Protocol):
 
     def settled(self, session: PageSession, call_id: str) -> None: ...
 
+    # A page's answer or progress for a call it was asked, wherever its agent waits; False if not waiting.
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool: ...
 
     async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
@@ -74,6 +75,56 @@ class HubLink(Protocol):
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None: ...
 
     async def waiting(self, session: PageSession) -> list[str]: ...
+
+
+class LocalLink:
+    """One process: the pages' own event buffers and the hub's call table are all there is, and
+    there is no one else to tell."""
+
+    process_id = "local"
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    def held(self, session: PageSession) -> None:
+        pass
+
+    def away(self, session: PageSession) -> None:
+        pass
+
+    def left(self, session: PageSession) -> None:
+        pass
+
+    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
+        pass
+
+    def activated(self, room: Room) -> None:
+        pass
+
+    def expired(self, session: PageSession) -> None:
+        self.hub.drop(session)
+
+    def push(self, session: PageSession, data: dict[str, Any]) -> None:
+        session.push(data)
+
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
+        session.push(data)
+
+    def settled(self, session: PageSession, call_id: str) -> None:
+        session.settled(call_id)
+
+    async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
+        return self.hub.calls.settle(call_id, outcome, session_id=session.id)
+
+    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
+                       message: str | None) -> bool:
+        return self.hub.calls.report_progress(call_id, progress, total, message, session_id=session.id)
+
+    async def streaming(self, session: PageSession, last_event_id: int | None) -> None:
+        pass
+
+    async def waiting(self, session: PageSession) -> list[str]:
+        return sorted(session.pending_calls)
 
 
 class LinkDown(Exception):
@@ -154,7 +205,7 @@ class Hub:
         self.calls = CallTable()
         self.sessions: dict[str, PageSession] = {}
         self.observers: list[HubObserver] = []
-        self.link: HubLink | None = None  # set by shared mode before anything connects
+        self.link: HubLink = LocalLink(self)  # shared mode replaces it before anything connects
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
         self._definition_limits = DefinitionLimits(
@@ -206,9 +257,7 @@ class Hub:
     async def waiting_on(self, session: PageSession) -> list[str]:
         """For a page coming back: the calls still waiting for it. An answer it sent that never
         arrived (the connection, or the bridge process, died with it) can then be sent again."""
-        if self.link is not None:
-            return await self.link.waiting(session)
-        return sorted(session.pending_calls)
+        return await self.link.waiting(session)
 
     def state(self) -> dict[str, Any]:
         """What the dashboard shows: rooms, their pages and tools, calls in flight and recent calls.
@@ -222,7 +271,7 @@ class Hub:
         for room in self.catalog.rooms():
             listing = room.listing()
             pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
-                      "here": self.link is None or s.holder == self.link.process_id,
+                      "here": s.holder == self.link.process_id,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
                                 for t in room.tools_of(s.id)]}
                      for s in self.pages_in(room.name)]
@@ -256,24 +305,22 @@ class Hub:
         self.stop_expiry(session)
         session.connection += 1
         session.connected = True
-        if self.link is not None:
-            session.holder = self.link.process_id
-            self.link.held(session)
+        session.holder = self.link.process_id
+        self.link.held(session)
         return session, resumed
 
     def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> None:
         """A page's WebSocket closed: drop it now if it meant to leave, else after the grace period."""
         if session.connection != connection or session.closed:
             return  # a newer socket took over this session
-        if self.link is not None and session.holder != self.link.process_id:
+        if session.holder != self.link.process_id:
             return  # it came back on another process meanwhile
         session.connected = False
         if deliberate:
             self.drop(session)
         else:
             self.expect_back(session)
-            if self.link is not None:
-                self.link.away(session)
+            self.link.away(session)
 
     async def events(self, session: PageSession, last_event_id: int | None, idle: float | None = None
                      ) -> AsyncIterator[PageEvent | None]:
@@ -285,8 +332,7 @@ class Hub:
             for observer in self.observers:
                 observer.stream_resumed(session.room)
         session.streamed = True
-        if self.link is not None:
-            await self.link.streaming(session, last_event_id)
+        await self.link.streaming(session, last_event_id)
         try:
             async for event in session.stream(last_event_id, idle):
                 yield event
@@ -313,10 +359,7 @@ class Hub:
         session.expiry = None
         if not (session.connected and session.streaming):
             log.info("page %s did not come back in time", session.id[:6])
-            if self.link is not None:
-                self.link.expired(session)  # it may have come back on another process
-            else:
-                self.drop(session)
+            self.link.expired(session)  # in shared mode it may have come back on another process
 
     @staticmethod
     def stop_expiry(session: PageSession) -> None:
@@ -333,7 +376,7 @@ class Hub:
         self.room(session.room).unregister(session.id)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
-        if self.link is not None and session.holder == self.link.process_id:
+        if session.holder == self.link.process_id:
             self.link.left(session)
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
@@ -345,7 +388,7 @@ class Hub:
             if self.calls.settle(call.call_id, Outcome.failure("shutdown", SHUTTING_DOWN)):
                 session = self.sessions.get(call.session_id)
                 if session is not None:
-                    self._push(session, messages.tool_cancel(call.call_id, "shutdown"))
+                    self.link.push(session, messages.tool_cancel(call.call_id, "shutdown"))
         for session in self.sessions.values():
             self.stop_expiry(session)
             session.close()
@@ -357,7 +400,7 @@ class Hub:
             return await self._register(session, msg)
         if isinstance(msg, UnregisterTools):
             removed = self.room(session.room).unregister(session.id, msg.tools)
-            if removed and self.link is not None:
+            if removed:
                 self.link.tools_changed(session, [], removed)
             replies = [messages.tools_unregistered([t.page_name for t in removed], msg.id)]
             unknown = sorted(set(msg.tools) - {t.page_name for t in removed})
@@ -373,16 +416,11 @@ class Hub:
                                                         f"limit of {RESULT_DEPTH_MAX}.")
             else:
                 outcome = Outcome(result=msg.result)
-            if not await self._answer(session, msg.call_id, outcome):
+            if not await self.link.answer(session, msg.call_id, outcome):
                 raise _unknown_call(msg)
             return []
         if isinstance(msg, ToolProgress):
-            if self.link is not None:
-                reported = await self.link.progress(session, msg.call_id, msg.progress, msg.total, msg.message)
-            else:
-                reported = self.calls.report_progress(msg.call_id, msg.progress, msg.total, msg.message,
-                                                      session_id=session.id)
-            if not reported:
+            if not await self.link.progress(session, msg.call_id, msg.progress, msg.total, msg.message):
                 raise _unknown_call(msg)
             return []
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
@@ -402,7 +440,7 @@ class Hub:
                                    session.label)
             await asyncio.sleep(0)
         self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded
-        if tools and self.link is not None:
+        if tools:
             self.link.tools_changed(session, tools, [])
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
                 *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
@@ -440,7 +478,7 @@ class Hub:
         started = time.monotonic()
         activated = self.room(room).activated
         route = self.meta.route(self.room(room), name, arguments, no_page)
-        if self.link is not None and self.room(room).activated != activated:
+        if self.room(room).activated != activated:
             self.link.activated(self.room(room))
         if name == self.meta.names.search:
             for observer in self.observers:
@@ -469,20 +507,8 @@ class Hub:
             if len(waiting) != 1:
                 return None
             call_id = next(iter(waiting))
-        settled = await self._answer(session, call_id, Outcome.failure("bad_answer", problem))
+        settled = await self.link.answer(session, call_id, Outcome.failure("bad_answer", problem))
         return call_id if settled else None
-
-    async def _answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
-        """End a call this page was asked, wherever its agent waits; False if it is not waiting."""
-        if self.link is not None:
-            return await self.link.answer(session, call_id, outcome)
-        return self.calls.settle(call_id, outcome, session_id=session.id)
-
-    def _push(self, session: PageSession, data: dict[str, Any]) -> None:
-        if self.link is not None:
-            self.link.push(session, data)
-        else:
-            session.push(data)
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_progress: ProgressSink | None = None) -> Outcome:
@@ -505,7 +531,7 @@ class Hub:
             return False
         session = self.sessions.get(call.session_id)
         if session is not None:
-            self._push(session, messages.tool_cancel(call_id, "cancelled by an operator"))
+            self.link.push(session, messages.tool_cancel(call_id, "cancelled by an operator"))
         return True
 
     def _finished(self, room: str, tool: str, session_id: str, outcome: Outcome, seconds: float) -> None:
@@ -534,28 +560,22 @@ class Hub:
         invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id)
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
-            if self.link is not None:
-                await self.link.invoke(session, call.call_id, invoke)
-            else:
-                session.push(invoke)
+            await self.link.invoke(session, call.call_id, invoke)
             async with asyncio.timeout(self.config.call_timeout):
                 outcome = await asyncio.shield(call.future)
         except TimeoutError:
             outcome = Outcome.failure("timeout", f"The page did not answer within {self.config.call_timeout:g} s.")
-            self._push(session, messages.tool_cancel(call.call_id, "timeout"))
+            self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
         except LinkDown as exc:
             outcome = Outcome.failure(exc.kind, str(exc))
         except asyncio.CancelledError:
             if not call.future.done():
-                self._push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
+                self.link.push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
             raise
         finally:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
-            if self.link is not None:
-                self.link.settled(session, call.call_id)
-            else:
-                session.settled(call.call_id)
+            self.link.settled(session, call.call_id)
         return outcome
 
 
