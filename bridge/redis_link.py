@@ -268,7 +268,7 @@ class RedisLink:
                 pipe.pexpire(self._page(session.id), self._ttl_ms)
                 pipe.pexpire(self._page(session.id, ":tools"), self._ttl_ms)
             await pipe.execute()
-        mirrors = [s for s in self.hub.sessions.values() if s.holder not in (None, self.process_id)]
+        mirrors = self._mirrors()
         holders = sorted({s.holder for s in mirrors if s.holder})
         if not holders:
             return
@@ -283,6 +283,10 @@ class RedisLink:
 
     def _held(self) -> list[PageSession]:
         return [s for s in self.hub.sessions.values() if s.holder == self.process_id]
+
+    def _mirrors(self) -> list[PageSession]:
+        """The pages other processes hold."""
+        return [s for s in self.hub.sessions.values() if s.holder not in (None, self.process_id)]
 
     async def _sync(self) -> None:
         """After (re)connecting: write this process's pages as they are here, load everyone else's,
@@ -310,8 +314,8 @@ class RedisLink:
             if mirror is not None:
                 entries = sorted((json.loads(t) for t in tools.values()), key=lambda t: t["seq"])
                 self._mirror_tools(mirror, entries, [], full=True)
-        for session in list(self.hub.sessions.values()):
-            if session.holder not in (None, self.process_id) and session.id not in known and session.expiry is None:
+        for session in self._mirrors():
+            if session.id not in known and session.expiry is None:
                 # Not in Redis (it lost its data, or the page left meanwhile): its holder writes it back
                 # soon if it lives; if not, it goes after the grace period.
                 session.connected = False
@@ -421,14 +425,15 @@ class RedisLink:
         self._queue(lambda: self._write_page(session, time.time()))
 
     async def _write_page(self, session: PageSession, joined: float) -> None:
+        page = session.page.model_dump_json()
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self._page(session.id), mapping={
-                "room": session.room, "page": session.page.model_dump_json(), "holder": self.process_id,
+                "room": session.room, "page": page, "holder": self.process_id,
                 "connected": "1" if session.connected else "0"})
             pipe.pexpire(self._page(session.id), self._ttl_ms)
             pipe.zadd(self.prefix + "pages", {session.id: joined}, nx=True)
             pipe.publish(self._catalog, json.dumps({"op": "held", "pid": self.process_id, "sid": session.id,
-                                                    "room": session.room, "page": session.page.model_dump_json()}))
+                                                    "room": session.room, "page": page}))
             await pipe.execute()
 
     def away(self, session: PageSession) -> None:
@@ -443,8 +448,7 @@ class RedisLink:
         self._unsubscribe(session.id)
 
         async def write() -> None:
-            if await self._forget(keys=[*self._page_keys(session.id), self.prefix + "pages"],
-                                  args=[self.process_id, session.id, self.prefix]):
+            if await self._forget_page(session.id):
                 await self.redis.publish(self._catalog, json.dumps({"op": "left", "pid": self.process_id,
                                                                     "sid": session.id}))
         self._queue(write)
@@ -453,8 +457,7 @@ class RedisLink:
         """The grace period ran out here; the page is dropped unless it came back on a living process."""
         async def confirm() -> None:
             try:
-                gone = await self._forget(keys=[*self._page_keys(session.id), self.prefix + "pages"],
-                                          args=[self.process_id, session.id, self.prefix])
+                gone = await self._forget_page(session.id)
             except RedisError:
                 self.hub.expect_back(session, self.heartbeat)  # ask again once Redis answers
                 raise
@@ -468,6 +471,11 @@ class RedisLink:
                 if record:
                     self._mirror_record(session.id, record)
         self._spawn(confirm(), "confirm that a page went away")
+
+    async def _forget_page(self, sid: str) -> bool:
+        """Delete a page's keys unless a living process other than this one holds it."""
+        return bool(await self._forget(keys=[*self._page_keys(sid), self.prefix + "pages"],
+                                       args=[self.process_id, sid, self.prefix]))
 
     def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
         self._queue(lambda: self._write_tools(session, registered, removed, full=False))
@@ -498,7 +506,7 @@ class RedisLink:
 
     async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
         try:
-            number = await self._push_event(session, data)
+            number = await self._push_to(session.id, data)
         except RedisError as exc:
             log.warning("could not send a call to page %s through Redis: %s", session.id[:6], exc)
             raise LinkDown("unavailable", UNAVAILABLE) from None
@@ -508,10 +516,7 @@ class RedisLink:
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
-        self._spawn(self._push_event(session, data), f"send {data['type']} to a page")
-
-    async def _push_event(self, session: PageSession, data: dict[str, Any]) -> int:
-        return await self._push_to(session.id, data)
+        self._spawn(self._push_to(session.id, data), f"send {data['type']} to a page")
 
     async def _push_to(self, sid: str, data: dict[str, Any]) -> int:
         call_id = data.get("call_id", "")

@@ -78,11 +78,10 @@ class PageSession:
         self._delivered = True
         if event.id in self._events or event.data.get("call_id") in self._ended:
             return
-        if event.id < self._next_id:  # came late (a backlog read after live events): keep id order
-            self._keep(event)
+        late = event.id < self._next_id  # a backlog read after live events
+        self._keep(event)
+        if late:  # insertion order must stay id order
             self._events = dict(sorted(self._events.items()))
-        else:
-            self._keep(event)
 
     def _keep(self, event: PageEvent) -> None:
         data = event.data
