@@ -492,3 +492,23 @@ async def test_a_page_whose_record_expired_with_every_process_is_forgotten_at_st
     async with bridges(redis_url, count=1) as (b,):
         assert b.hub.session("gone-session") is None
         assert stale.zrange("agui:pages", 0, -1) == []
+
+
+async def test_a_search_on_one_process_activates_the_tool_for_agents_of_another(redis_url):
+    changes: asyncio.Queue = asyncio.Queue()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            await changes.put(message)
+
+    async with bridges(redis_url) as (a, b), page(a, *MANY), \
+            Client(a.mcp_url(), mode="legacy", message_handler=on_message) as on_a, \
+            Client(b.mcp_url(), mode="2026-07-28") as on_b:
+        await eventually(lambda: len(b.hub.room("default")) == 51)
+        assert "invoice_tool" not in [t.name for t in (await on_a.list_tools()).tools]
+        while not changes.empty():
+            changes.get_nowait()
+        await on_b.call_tool("tool_search", {"query": "create an invoice for a customer"})  # only b searches
+        await asyncio.wait_for(changes.get(), 5)
+        assert "invoice_tool" in [t.name for t in (await on_a.list_tools()).tools]
+        assert a.hub.room("default").activated == b.hub.room("default").activated
