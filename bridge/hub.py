@@ -476,10 +476,11 @@ class Hub:
             no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
                        f"this bridge (the demo is at {pages_url()}) and try again.")
         started = time.monotonic()
-        activated = self.room(room).activated
-        route = self.meta.route(self.room(room), name, arguments, no_page)
-        if self.room(room).activated != activated:
-            self.link.activated(self.room(room))
+        target = self.room(room)
+        activated = target.activated
+        route = self.meta.route(target, name, arguments, no_page)
+        if target.activated != activated:  # a search or call listed a deferred tool: other processes too
+            self.link.activated(target)
         if name == self.meta.names.search:
             for observer in self.observers:
                 observer.searched(room, time.monotonic() - started)
