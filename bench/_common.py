@@ -193,15 +193,68 @@ def add_bridge_options(parser: argparse.ArgumentParser) -> None:
                         help="run the bridge package found in this directory (a scratch variant) instead")
 
 
-async def start_floor(prefix: list[str] | None = None) -> Server:
+async def start_floor(prefix: list[str] | None = None, page_hop: bool = False) -> Server:
+    """The floor; with `page_hop`, the floor whose echo tool asks a page (`PageHop`)."""
     port = free_port()
     argv = (prefix or []) + [sys.executable, str(Path(__file__)), "floor", "--port", str(port)]
-    return await Server("floor", argv, port).started()
+    return await Server("hop" if page_hop else "floor", argv + ["--page-hop"] * page_hop, port).started()
 
 
 # --- the floor: the same SDK, tools answered in-process ----------------------------------------
 
-def floor_main(port: int) -> None:
+class PageHop:
+    """The least a server can do to have a page answer a tool: the bench pages' side of the page
+    protocol and nothing else (no catalog, limits, timeouts, resume, checks or logs). One event
+    stream of `agui.tool.invoke` events out, `agui.tool.return` frames back on the WebSocket, a
+    future per call. With it the floor measures what the page hop itself costs on this machine."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[bytes] | None = None  # the one page's event stream
+        self.socket: Any = None
+        self.waiting: dict[str, asyncio.Future] = {}
+        self.next_id = 0
+
+    async def call(self, arguments: dict) -> Any:
+        if self.events is None or self.socket is None:
+            raise RuntimeError("no page connected")
+        self.next_id += 1
+        call_id = f"c{self.next_id}"
+        future = self.waiting[call_id] = asyncio.get_running_loop().create_future()
+        data = json.dumps({"type": "agui.tool.invoke", "call_id": call_id, "tool": "echo", "name": "echo",
+                           "params": arguments})
+        self.events.put_nowait(f"id: {self.next_id}\r\nevent: agui.tool.invoke\r\ndata: {data}\r\n\r\n".encode())
+        try:
+            return await future
+        finally:
+            del self.waiting[call_id]
+
+    async def websocket(self, ws: Any) -> None:
+        await ws.accept()
+        hello = await ws.receive_json()
+        assert hello["type"] == "agui.hello", hello
+        await ws.send_json({"type": "agui.welcome", "session_id": "page", "events_url": "/agui/events"})
+        self.socket = ws
+        while True:
+            message = json.loads(await ws.receive_text())
+            if message["type"] == "agui.tool.return":
+                future = self.waiting.get(message["call_id"])
+                if future is not None and not future.done():
+                    future.set_result(message["result"])
+            elif message["type"] == "agui.tools.register":
+                await ws.send_json({"type": "agui.tools.registered",
+                                    "tools": [{"name": t["name"]} for t in message["tools"]]})
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """The page's event stream (an ASGI app, as Starlette passes a method a Request instead)."""
+        self.events = asyncio.Queue()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]})
+        await send({"type": "http.response.body", "body": b": hello\r\n\r\n", "more_body": True})
+        while True:
+            await send({"type": "http.response.body", "body": await self.events.get(), "more_body": True})
+
+
+def floor_main(port: int, page_hop: bool = False) -> None:
     import contextlib
 
     import mcp_types as types
@@ -210,8 +263,9 @@ def floor_main(port: int) -> None:
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
-    from starlette.routing import Route
+    from starlette.routing import Route, WebSocketRoute
 
+    hop = PageHop() if page_hop else None
     release = asyncio.Event()
     waiting = 0
     # Every tool is listed: the SDK client lists tools again before each call of a tool it has not seen listed.
@@ -237,6 +291,8 @@ def floor_main(port: int) -> None:
             release = asyncio.Event()
         elif params.name == "waiting":
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(waiting))])
+        elif hop is not None:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(await hop.call(arguments)))])
         return types.CallToolResult(content=[types.TextContent(type="text", text=str(arguments.get("text", "")))])
 
     server = McpServer("floor", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
@@ -254,8 +310,11 @@ def floor_main(port: int) -> None:
             yield
 
     # An ASGI app instance (not a function), so Starlette passes scope/receive/send through, as in the bridge.
-    app = Starlette(routes=[Route("/mcp", StreamableHTTPASGIApp(manager))], lifespan=lifespan)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    routes = [Route("/mcp", StreamableHTTPASGIApp(manager))]
+    if hop is not None:
+        routes += [WebSocketRoute("/agui/ws", hop.websocket), Route("/agui/events", hop)]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, ws_per_message_deflate=False)
 
 
 # --- pages: many real pages in one process, driven over stdin/stdout ----------------------------
@@ -565,12 +624,14 @@ def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description="helper processes of the benchmarks")
     roles = parser.add_subparsers(dest="role", required=True)
-    roles.add_parser("floor").add_argument("--port", type=int, required=True)
+    floor = roles.add_parser("floor")
+    floor.add_argument("--port", type=int, required=True)
+    floor.add_argument("--page-hop", action="store_true", help="the echo tool asks a page (PageHop)")
     roles.add_parser("pages").add_argument("--url", required=True)
     args = parser.parse_args()
     raise_fd_limit()
     if args.role == "floor":
-        floor_main(args.port)
+        floor_main(args.port, args.page_hop)
     else:
         asyncio.run(_PagesHost(args.url).run())
 

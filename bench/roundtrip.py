@@ -60,20 +60,42 @@ class Side:
         self.calls[concurrency] += calls
 
 
-async def run_era(era: str, bridge: c.Server, floor: c.Server, pages: c.Pages, args) -> tuple[Side, Side]:
-    async with c.mcp_client(bridge.mcp_url, era) as bc, c.mcp_client(floor.mcp_url, era) as fc:
+async def run_era(era: str, bridge: c.Server, floor: c.Server, hop: c.Server, pages: c.Pages, hop_pages: c.Pages,
+                  args) -> tuple[Side, Side, Side]:
+    async with (c.mcp_client(bridge.mcp_url, era) as bc, c.mcp_client(floor.mcp_url, era) as fc,
+                c.mcp_client(hop.mcp_url, era) as hc):
         b = Side("bridge", bridge, bc, [bridge.pid, pages.pid])
         f = Side("floor", floor, fc, [floor.pid])
-        for side in (b, f):  # warm up: imports, caches, connection pools
+        h = Side("hop", hop, hc, [hop.pid, hop_pages.pid])
+        sides = [b, f, h]
+        for side in sides:  # warm up: imports, caches, connection pools
             await c.timed_calls(side.client, 50, 1)
             await c.timed_calls(side.client, 100, 32)
             side.__init__(side.name, side.server, side.client, side.pids)
         for load in LOADS:
             calls = args.calls if load == 1 else args.calls * 2
-            for pair in range(args.pairs):
-                for side in ((b, f) if pair % 2 == 0 else (f, b)):
+            for pair in range(args.pairs):  # each side goes first, second and last in turn
+                for side in sides[pair % 3:] + sides[:pair % 3]:
                     await side.batch(load, calls)
-        return b, f
+        return b, f, h
+
+
+def hop_report(era: str, b: Side, f: Side, h: Side) -> str:
+    """The page hop's own cost (the floor relaying to a page, against the floor), and the bridge
+    against that: what is left is the bridge's own work."""
+    rows = []
+    for load in LOADS:
+        if load == 1:
+            p50 = {s.name: c.percentile(s.latencies[1], .5) for s in (b, f, h)}
+            rows.append(["c=1   p50", f"{p50['hop'] / p50['floor']:.2f}", f"{p50['bridge'] / p50['hop']:.2f}"])
+        speed = {s.name: s.calls[load] / sum(s.walls[load]) for s in (b, f, h)}
+        rows.append([f"c={load:<3} calls/s", f"{speed['hop'] / speed['floor']:.2f}",
+                     f"{speed['bridge'] / speed['hop']:.2f}"])
+    for load in LOADS:
+        server = {s.name: s.cpu[load][0] / s.calls[load] * 1e6 for s in (b, f, h)}
+        rows.append([f"c={load:<3} server CPU", f"{server['hop'] / server['floor']:.2f}",
+                     f"{server['bridge'] / server['hop']:.2f}"])
+    return c.table([f"{c.ERA_LABEL[era]} era", "floor+hop/floor", "bridge/floor+hop"], rows)
 
 
 def report(era: str, b: Side, f: Side) -> str:
@@ -267,21 +289,27 @@ async def main() -> None:
         return
     bridge = await c.start_bridge(*args.bridge_arg, src=args.bridge_src)
     floor = await c.start_floor()
-    pages = await c.Pages.start(bridge)
+    hop = await c.start_floor(page_hop=True)
+    pages, hop_pages = await c.Pages.start(bridge), await c.Pages.start(hop)
     try:
         await pages.do("open", n=1, tools=[c.ECHO_TOOL])
+        await hop_pages.do("open", n=1, tools=[c.ECHO_TOOL])
         print(f"bridge: agui-mcp-bridge serve {' '.join(args.bridge_arg)}".rstrip()
               + (f" (from {args.bridge_src})" if args.bridge_src else "")
-              + f"; {args.pairs} interleaved pairs per load, {args.calls} calls per batch at c=1, "
+              + f"; {args.pairs} interleaved rounds per load, {args.calls} calls per batch at c=1, "
               f"{args.calls * 2} at c=8 and c=32")
         for era in args.eras:
-            b, f = await run_era(era, bridge, floor, pages, args)
+            b, f, h = await run_era(era, bridge, floor, hop, pages, hop_pages, args)
             print()
             print(report(era, b, f))
+            print()
+            print(hop_report(era, b, f, h))
     finally:
         await pages.stop()
+        await hop_pages.stop()
         bridge.stop()
         floor.stop()
+        hop.stop()
 
 
 if __name__ == "__main__":
