@@ -4,12 +4,17 @@ A call is opened when an agent calls a tool, answered (or failed) by whatever
 happens first — the page's return, the page going away, the timeout, the
 agent's cancel — and closed exactly once, into a short history for the
 dashboard. Knows nothing of sockets or MCP.
+
+Every call gets the same timeout, so the calls' deadlines come in the order the calls
+opened: one timer, set for the oldest call's deadline, times them all out (a timer per
+call cost a noticeable share of a call's CPU).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import secrets
 import time
 from collections import deque
@@ -42,6 +47,7 @@ class Call:
     tool_key: str
     arguments: dict[str, Any]
     future: asyncio.Future[Outcome]
+    deadline: float  # on the event loop's clock
     on_progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
     started_at: float = field(default_factory=time.time)
@@ -53,11 +59,16 @@ class Call:
 
 
 class CallTable:
-    """Calls in flight, by bridge-wide unique `call_id`, plus the last finished ones."""
+    """Calls in flight, by bridge-wide unique `call_id`, plus the last finished ones.
 
-    def __init__(self, history: int = 100) -> None:
-        self._calls: dict[str, Call] = {}
+    A call still waiting `timeout` seconds after it opened is answered with a "timeout" outcome.
+    """
+
+    def __init__(self, history: int = 100, timeout: float = math.inf) -> None:
+        self._calls: dict[str, Call] = {}  # in the order they opened, which is the order of their deadlines
         self.recent: deque[dict[str, Any]] = deque(maxlen=history)
+        self.timeout = timeout
+        self._timer: asyncio.TimerHandle | None = None
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -66,10 +77,25 @@ class CallTable:
              on_progress: ProgressSink | None = None) -> Call:
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
         call_id = "c_" + secrets.token_urlsafe(12)
-        call = Call(call_id, room, session_id, tool_key, arguments, asyncio.get_running_loop().create_future(),
-                    on_progress)
+        loop = asyncio.get_running_loop()
+        call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
+                    loop.time() + self.timeout, on_progress)
         self._calls[call_id] = call
+        if self._timer is None and self.timeout != math.inf:
+            self._timer = loop.call_at(call.deadline, self._time_out)
         return call
+
+    def _time_out(self) -> None:
+        """Answer every call past its deadline, then wait for the oldest call left."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for call in self._calls.values():
+            if call.deadline > now:
+                self._timer = loop.call_at(call.deadline, self._time_out)
+                return
+            if not call.future.done():
+                call.future.set_result(Outcome.failure("timeout", f"The page did not answer within {self.timeout:g} s."))
 
     def get(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)

@@ -202,7 +202,7 @@ class Hub:
         # The semantic tier: the model loads in the background when the first room is made.
         self.semantic = BackgroundEmbedding(config.search_model, path=config.search_model_path,
                                             cache_dir=config.search_model_cache, on_loaded=self._embedder_loaded)
-        self.calls = CallTable()
+        self.calls = CallTable(timeout=self.config.call_timeout)
         self.sessions: dict[str, PageSession] = {}
         self.observers: list[HubObserver] = []
         self.link: HubLink = LocalLink(self)  # shared mode replaces it before anything connects
@@ -562,15 +562,13 @@ class Hub:
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
             await self.link.invoke(session, call.call_id, invoke)
-            async with asyncio.timeout(self.config.call_timeout):
-                outcome = await asyncio.shield(call.future)
-        except TimeoutError:
-            outcome = Outcome.failure("timeout", f"The page did not answer within {self.config.call_timeout:g} s.")
-            self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
+            outcome = await call.future  # the call table answers it with a timeout, if nothing else does
+            if outcome.kind == "timeout":
+                self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
         except LinkDown as exc:
             outcome = Outcome.failure(exc.kind, str(exc))
         except asyncio.CancelledError:
-            if not call.future.done():
+            if not call.future.done() or call.future.cancelled():  # nothing had answered it
                 self.link.push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
             raise
         finally:

@@ -180,18 +180,45 @@ class PageEventStream:
         if scope["method"] == "HEAD":  # the headers a GET would get, and no stream to wait on
             await send({"type": "http.response.body", "body": b""})
             return
+        loop = asyncio.get_running_loop()
         async with aclosing(self.chunks) as chunks:  # the session's stream ends however this does
             with anyio.CancelScope() as streaming:
-                watcher = asyncio.get_running_loop().create_task(_cancel_when_gone(receive, streaming))
+                watcher = loop.create_task(_cancel_when_gone(receive, streaming))
+                stuck = _SendWatchdog(self.send_timeout, streaming)
                 try:
                     async for chunk in chunks:
-                        async with asyncio.timeout(self.send_timeout):
-                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        stuck.since = loop.time()
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        stuck.since = None
                     await send({"type": "http.response.body", "body": b""})
-                except TimeoutError:  # the page stopped reading: closing is the remedy, not an error
-                    log.info("closed an event stream whose page stopped reading; the page resumes it")
                 finally:
                     watcher.cancel()
+                    stuck.stop()
+            if stuck.fired:  # the page stopped reading: closing is the remedy, not an error
+                log.info("closed an event stream whose page stopped reading; the page resumes it")
+
+
+class _SendWatchdog:
+    """Cancels `scope` once a send has been blocked `timeout` seconds, with one timer for the
+    stream, set again when it fires, rather than a timer for every send."""
+
+    def __init__(self, timeout: float, scope: anyio.CancelScope) -> None:
+        self.timeout, self.scope = timeout, scope
+        self.since: float | None = None  # when the send in progress began
+        self.fired = False
+        self._loop = asyncio.get_running_loop()
+        self._timer = self._loop.call_later(timeout, self._check)
+
+    def _check(self) -> None:
+        if self.since is not None and self._loop.time() - self.since >= self.timeout:
+            self.fired = True
+            self.scope.cancel()
+            return
+        started = self.since if self.since is not None else self._loop.time()
+        self._timer = self._loop.call_at(started + self.timeout, self._check)
+
+    def stop(self) -> None:
+        self._timer.cancel()
 
 
 async def _cancel_when_gone(receive: Receive, scope: anyio.CancelScope) -> None:

@@ -13,6 +13,7 @@ this session only keeps what its event stream needs.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
@@ -140,6 +141,11 @@ class PageSession:
         self._wake()  # an older stream wakes up and sees it is superseded
         self._wakeups.add(wakeup)
         self._open_streams += 1
+        loop = asyncio.get_running_loop()
+        # One timer for the keep-alive, set again only when it has fired: moving it at every
+        # event would cost a timer per call.
+        ping_at = loop.time() + idle if idle is not None else math.inf
+        ping: asyncio.TimerHandle | None = None
         try:
             if last_event_id is None:
                 backlog = [self._events[i] for i in self._invocations.values()]
@@ -159,12 +165,20 @@ class PageSession:
                     yield event
                 if self.closed or self._stream != mine:
                     return  # what was pushed before closing (e.g. shutdown's cancels) went out first
-                if not fresh:
-                    try:
-                        async with asyncio.timeout(idle):
-                            await wakeup.wait()
-                    except TimeoutError:
+                if fresh:
+                    ping_at = loop.time() + idle if idle is not None else math.inf
+                    continue
+                if idle is not None:
+                    now = loop.time()
+                    if now >= ping_at:
+                        ping_at = now + idle
                         yield None
+                        continue
+                    if ping is None or ping.when() <= now:
+                        ping = loop.call_at(ping_at, wakeup.set)
+                await wakeup.wait()
         finally:
+            if ping is not None:
+                ping.cancel()
             self._wakeups.discard(wakeup)
             self._open_streams -= 1

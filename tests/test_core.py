@@ -187,6 +187,33 @@ async def test_call_ids_are_unique():
     assert len(ids) == 500
 
 
+async def test_call_table_times_out_each_call_at_its_own_deadline():
+    table = CallTable(timeout=0.2)
+    loop = asyncio.get_running_loop()
+    first = table.open(room="r", session_id="S", tool_key="t", arguments={})
+    answered = table.open(room="r", session_id="S", tool_key="t", arguments={})
+    await asyncio.sleep(0.1)
+    second = table.open(room="r", session_id="S", tool_key="t", arguments={})
+    table.settle(answered.call_id, Outcome(result="yes"))
+    timed_out = (await asyncio.wait_for(first.future, 1)).kind, loop.time()
+    assert timed_out[0] == "timeout" and "0.2 s" in first.future.result().error
+    assert timed_out[1] >= first.deadline and not second.future.done()  # the newer call waits on
+    table.close(first, first.future.result())
+    assert (await asyncio.wait_for(second.future, 1)).kind == "timeout"
+    assert loop.time() >= second.deadline >= first.deadline + 0.1
+    assert answered.future.result().result == "yes"  # answered in time: never overwritten
+    # The timer is set again for a call opened after the table emptied.
+    table.close(second, second.future.result())
+    third = table.open(room="r", session_id="S", tool_key="t", arguments={})
+    assert (await asyncio.wait_for(third.future, 1)).kind == "timeout"
+
+
+async def test_call_table_without_timeout_sets_no_timer():
+    table = CallTable()
+    call = table.open(room="r", session_id="S", tool_key="t", arguments={})
+    assert table._timer is None and call.deadline == float("inf")
+
+
 def test_monotonic_progress():
     p = MonotonicProgress()
     assert p.tick("wait") == (0.0, None, "wait")
@@ -283,6 +310,32 @@ async def test_an_event_pushed_while_the_stream_yields_is_not_lost():
     session.push(messages.tool_invoke("c", "t", "t", {}, 3))
     got = [(await asyncio.wait_for(anext(stream), 1)).data["call_id"] for _ in range(2)]
     assert got == ["b", "c"]
+
+
+async def test_keep_alive_comes_after_idle_seconds_without_an_event():
+    session = PageSession("r", PageInfo())
+    loop = asyncio.get_running_loop()
+    stream = session.stream(None, idle=0.2)
+    started = loop.time()
+    assert await asyncio.wait_for(anext(stream), 1) is None  # nothing to send: a keep-alive
+    assert loop.time() - started >= 0.19
+    # Events every 0.1 s for 0.5 s: no keep-alive among them.
+    got = []
+
+    async def pushing():
+        for i in range(5):
+            await asyncio.sleep(0.1)
+            session.push(messages.tool_invoke(f"c{i}", "t", "t", {}, i))
+
+    pusher = asyncio.create_task(pushing())
+    while len(got) < 5:
+        got.append(await asyncio.wait_for(anext(stream), 1))
+    await pusher
+    assert all(e is not None for e in got)
+    last = loop.time()
+    assert await asyncio.wait_for(anext(stream), 1) is None  # silence again: a keep-alive
+    assert loop.time() - last >= 0.15
+    await stream.aclose()
 
 
 # --- hub ---------------------------------------------------------------------------------------
