@@ -66,7 +66,7 @@ class Tool:
     app: str | None  # the page's title, which the index reads too
     page_label: str  # how agents tell this tool's page from another offering the same name
     seq: int  # registration order in the room
-    _validators: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled per schema field
+    _checks: dict[str, schemas.SchemaCheck] = field(default_factory=dict, repr=False)  # per schema field
 
     def describe(self, description_max_chars: int | None = None, *, name_shared: bool = False) -> dict[str, Any]:
         """The tool as an MCP tool definition (wire shape), optionally with a cut description.
@@ -108,10 +108,10 @@ class Tool:
         return self._schema_errors("outputSchema", result["structuredContent"], "(result)")
 
     def _schema_errors(self, schema_field: str, instance: Any, whole: str) -> str | None:
-        validator = self._validators.get(schema_field)
-        if validator is None:
-            validator = self._validators[schema_field] = schemas.Validator(getattr(self.definition, schema_field))
-        problem = schemas.errors(validator, instance, whole)
+        check = self._checks.get(schema_field)
+        if check is None:
+            check = self._checks[schema_field] = schemas.SchemaCheck(getattr(self.definition, schema_field))
+        problem = check.errors(instance, whole)
         return problem and problem.replace("the schema cannot", f"the tool's {schema_field} cannot")
 
     def indexed(self) -> IndexedTool:
@@ -281,7 +281,7 @@ class Room:
             existing = self._by_page.get((session_id, definition.name))
             if existing is not None:
                 existing.definition, existing.app = definition, app
-                existing._validators.clear()
+                existing._checks.clear()
                 if definition.pinned:
                     self._activated.pop(existing.key, None)  # listed anyway: it takes no activation slot
                 registered.append(existing)
