@@ -25,7 +25,7 @@ from typing import Any
 ProgressSink = Callable[[float, "float | None", "str | None"], None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How a call ended: the page's result, or an error message the agent will read."""
 
@@ -39,7 +39,7 @@ class Outcome:
         return cls(error=message, kind=kind)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call:
     call_id: str
     room: str

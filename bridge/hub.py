@@ -515,15 +515,46 @@ class Hub:
                    on_progress: ProgressSink | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first."""
         started = time.monotonic()
-        page = self.sessions.get(tool.session_id)
+        session = self.sessions.get(tool.session_id)
+        room = session.room if session else ""
         for observer in self.observers:
-            observer.call_started(page.room if page else "")
+            observer.call_started(room)
+        refused = self._refusal(tool, arguments, session)
+        if refused is not None:
+            self._finished(room, tool.key, tool.session_id, refused, time.monotonic() - started)
+            return refused
+        assert session is not None  # a call to a page that is gone is refused
+        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
+                               on_progress=on_progress)
+        invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id)
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
-            outcome = await self._call(tool, arguments, mcp_request_id, on_progress)
-            return outcome
+            await self.link.invoke(session, call.call_id, invoke)
+            outcome = await call.future  # the call table answers it with a timeout, if nothing else does
+            if outcome.kind == "timeout":
+                self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
+        except LinkDown as exc:
+            outcome = Outcome.failure(exc.kind, str(exc))
+        except asyncio.CancelledError:
+            if not call.future.done() or call.future.cancelled():  # nothing had answered it
+                self.link.push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
+            raise
         finally:
-            self._finished(page.room if page else "", tool.key, tool.session_id, outcome, time.monotonic() - started)
+            # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
+            self.calls.close(call, outcome)
+            self.link.settled(session, call.call_id)
+            self._finished(room, tool.key, tool.session_id, outcome, time.monotonic() - started)
+        return outcome
+
+    def _refusal(self, tool: Tool, arguments: dict[str, Any], session: PageSession | None) -> Outcome | None:
+        """Why a call cannot go to its page, before anything is sent."""
+        problem = tool.argument_errors(arguments) or _not_json(arguments)
+        if problem is not None:
+            return Outcome.failure("invalid_arguments", f"Invalid arguments for {tool.key}: {problem}")
+        if session is None:
+            return Outcome.failure("page_gone", PAGE_GONE)
+        busy = self._too_busy(session)
+        return Outcome.failure("too_many_calls", busy) if busy is not None else None
 
     def cancel_call(self, call_id: str) -> bool:
         """An operator ends a call from the dashboard: the agent reads why, the page is told."""
@@ -544,38 +575,6 @@ class Hub:
             self.refused.appendleft({"room": room, "tool": tool, "reason": outcome.error, "at": time.time()})
         for observer in self.observers:
             observer.call_finished(room, outcome.kind, seconds)
-
-    async def _call(self, tool: Tool, arguments: dict[str, Any], mcp_request_id: Any,
-                    on_progress: ProgressSink | None) -> Outcome:
-        problem = tool.argument_errors(arguments) or _not_json(arguments)
-        if problem is not None:
-            return Outcome.failure("invalid_arguments", f"Invalid arguments for {tool.key}: {problem}")
-        session = self.sessions.get(tool.session_id)
-        if session is None:
-            return Outcome.failure("page_gone", PAGE_GONE)
-        busy = self._too_busy(session)
-        if busy is not None:
-            return Outcome.failure("too_many_calls", busy)
-        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
-                               on_progress=on_progress)
-        invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id)
-        outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
-        try:
-            await self.link.invoke(session, call.call_id, invoke)
-            outcome = await call.future  # the call table answers it with a timeout, if nothing else does
-            if outcome.kind == "timeout":
-                self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
-        except LinkDown as exc:
-            outcome = Outcome.failure(exc.kind, str(exc))
-        except asyncio.CancelledError:
-            if not call.future.done() or call.future.cancelled():  # nothing had answered it
-                self.link.push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
-            raise
-        finally:
-            # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
-            self.calls.close(call, outcome)
-            self.link.settled(session, call.call_id)
-        return outcome
 
 
 def _not_json(arguments: dict[str, Any]) -> str | None:

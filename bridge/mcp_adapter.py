@@ -164,8 +164,11 @@ class RoomServer:
 
     async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
         # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
-        with _tracer.start_as_current_span("agui.tool.call", attributes={
-                "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]}) as span:
+        # Not made the current span: nothing below starts spans, and each call would keep a
+        # context manager and a context token while it waits.
+        span = _tracer.start_span("agui.tool.call", attributes={
+            "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]})
+        try:
             if progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
                 outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id)
             else:
@@ -173,6 +176,8 @@ class RoomServer:
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
+        finally:
+            span.end()
         result = to_call_tool_result(outcome,
                                      structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
         problem = tool.result_errors(result)

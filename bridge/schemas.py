@@ -10,7 +10,7 @@ can stall the event loop on a backtracking regular expression.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -135,10 +135,12 @@ def _quick_type(value: Any, schema: dict) -> Predicate | None:
 def _quick_properties(value: Any, schema: dict) -> Predicate | None:
     if not isinstance(value, dict):
         return None
-    subchecks = {name: quick_check(sub) for name, sub in value.items()}
-    if any(c is None for c in subchecks.values()):
-        return None
-    pairs = list(subchecks.items())
+    pairs: list[tuple[str, Predicate]] = []
+    for name, sub in value.items():
+        check = quick_check(sub)
+        if check is None:
+            return None
+        pairs.append((name, check))
     return lambda x: type(x) is not dict or all(name not in x or check(x[name]) for name, check in pairs)
 
 
@@ -182,11 +184,13 @@ def _quick_bound(compare: Callable[[Any, Any], bool]) -> Callable[[Any, dict], P
     return make
 
 
-def _quick_length(compare: Callable[[int, int], bool], kind: type) -> Callable[[Any, dict], Predicate | None]:
+def _quick_length(compare: Callable[[int, int], bool], kind: type[Sized]) -> Callable[[Any, dict], Predicate | None]:
     def make(value: Any, schema: dict) -> Predicate | None:
         if type(value) is not int:
             return None
-        return lambda x: type(x) is not kind or compare(len(x), value)
+        def within(x: Any) -> bool:
+            return type(x) is not kind or compare(len(x), value)
+        return within
     return make
 
 

@@ -25,7 +25,7 @@ from bridge.messages import PageInfo
 OTHER_EVENTS_KEPT = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PageEvent:
     id: int
     name: str  # the SSE event name, which is also the message's `type`
