@@ -61,10 +61,6 @@ def _needs_cors(scope: Scope) -> bool:
     return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
 
 
-async def _endpoint_in_scope(scope: Scope, receive: Receive, send: Send) -> None:
-    await scope["endpoint"](scope, receive, send)
-
-
 def _route_path(scope: Scope) -> str:
     """The path below the mount prefix (`root_path`), as the router matches it."""
     path, prefix = scope["path"], scope.get("root_path", "")
@@ -99,7 +95,9 @@ class Bridge:
         # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
         # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
         # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
-        self._direct = TrustedHostMiddleware(_endpoint_in_scope, allowed_hosts=self._trusted_hosts())
+        # One Host check per endpoint, so an open request holds no extra frame to find its endpoint.
+        self._direct = {endpoint: TrustedHostMiddleware(endpoint, allowed_hosts=self._trusted_hosts())
+                        for endpoint in (self._page_socket, self._page_events, self.mcp)}
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -133,7 +131,7 @@ class Bridge:
         if scope["type"] == "lifespan" or _needs_cors(scope) or not self._route_directly(scope):
             await self._app(scope, receive, send)
         else:
-            await self._direct(scope, receive, send)
+            await self._direct[scope["endpoint"]](scope, receive, send)
 
     def _route_directly(self, scope: Scope) -> bool:
         """Whether an endpoint serves this request without the stack; it goes into the scope (updated in

@@ -6,9 +6,9 @@ get `notifications/tools/list_changed` on their session; 2026-07-28 clients get
 
 The life of one call: `_call_tool` asks `Hub.route` what the name means — a
 meta-tool's answer, an unknown tool, or a page tool to invoke (a deferred one is
-activated) — and `_invoke` hands the latter to `Hub.call`, which pushes
+activated) — and hands the latter to `Hub.call`, which pushes
 `agui.tool.invoke` to the page and waits for its `agui.tool.return`, the timeout,
-the page going away or the agent cancelling, while `_invoke` relays progress and
+the page going away or the agent cancelling, while `_call_tool` relays progress and
 turns the outcome into a CallToolResult.
 """
 
@@ -153,16 +153,9 @@ class RoomServer:
                                pages_url=lambda: self._pages_url(ctx))
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
-        if isinstance(route, Invoke):
-            return await self._invoke(ctx, route.tool, route.arguments)
-        return self._result(ctx, route)
-
-    def _pages_url(self, ctx: ServerRequestContext) -> str:
-        """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""
-        base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
-        return base if self.room.name == "default" else f"{base}?room={self.room.name}"
-
-    async def _invoke(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
+        if not isinstance(route, Invoke):  # a meta-tool's own answer
+            return self._result(ctx, route)
+        tool = route.tool
         # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
         # Not made the current span: nothing below starts spans, and each call would keep a
         # context manager and a context token while it waits.
@@ -170,9 +163,9 @@ class RoomServer:
             "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]})
         try:
             if progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
-                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id)
+                outcome = await self.hub.call(tool, route.arguments, mcp_request_id=ctx.request_id)
             else:
-                outcome = await self._call_relaying_progress(ctx, tool, arguments)
+                outcome = await self._call_relaying_progress(ctx, tool, route.arguments)
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
@@ -184,6 +177,11 @@ class RoomServer:
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
         return self._result(ctx, result)
+
+    def _pages_url(self, ctx: ServerRequestContext) -> str:
+        """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""
+        base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
+        return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
     async def _call_relaying_progress(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
         send_progress, receive_progress = anyio.create_memory_object_stream[
