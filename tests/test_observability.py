@@ -141,3 +141,18 @@ async def test_dashboard_shows_arguments_agents_and_refusals_and_cancels_a_call(
         assert await p.event() == {"type": "agui.tool.cancel", "call_id": invoke["call_id"],
                                    "reason": "cancelled by an operator"}
         assert (await http.post(f"{b.url}/api/calls/{call['call_id']}/cancel")).status_code == 404
+
+
+def test_log_lines_keep_loggings_own_time_format():
+    """The line formatter formats a second's date once; its lines are what logging's own would write."""
+    import logging
+
+    from bridge.server import LineFormatter
+
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    ours, standard = LineFormatter(fmt), logging.Formatter(fmt)
+    for created in (1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.004, 1_700_000_001.5, 1_699_999_999.25):
+        record = logging.LogRecord("bridge.hub", logging.INFO, __file__, 1, "call room=%s", ("default",), None)
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert ours.format(record) == standard.format(record)
+    assert ours.formatTime(record, "%H") == standard.formatTime(record, "%H")
