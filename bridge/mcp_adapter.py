@@ -191,7 +191,10 @@ class RoomServer:
                 tg.start_soon(self._relay_progress, ctx, receive_progress)
                 outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
                                               on_progress=lambda *p: _offer(send_progress, p))
-                tg.cancel_scope.cancel()
+                # What the page reported before its answer reaches the agent before the answer; an
+                # agent that stopped reading does not hold the answer up for long.
+                send_progress.close()
+                tg.cancel_scope.deadline = anyio.current_time() + NOTIFY_TIMEOUT
         return outcome
 
     async def _relay_progress(self, ctx: ServerRequestContext, page_progress) -> None:
@@ -199,7 +202,10 @@ class RoomServer:
         values = MonotonicProgress()
         while True:
             with anyio.move_on_after(self.settings.progress_interval) as quiet:
-                progress, total, message = await page_progress.receive()
+                try:
+                    progress, total, message = await page_progress.receive()
+                except anyio.EndOfStream:
+                    return  # the call ended and everything the page reported went out
             if quiet.cancelled_caught:
                 await ctx.session.report_progress(*values.tick("Waiting for the page to answer."))
             else:

@@ -265,6 +265,26 @@ async def test_page_progress_reaches_the_agent_and_only_increases(era):
         assert seen[0][2] == "Waiting for the page to answer."
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_sent_just_before_the_answer_arrives_before_it(era):
+    async with running_bridge(progress_interval=5) as b, page(b, CONFIRM) as p, \
+            Client(b.mcp_url(), mode=era) as client:
+        for attempt in range(5):  # the frames come back to back: any race would show within a few rounds
+            seen: list[float] = []
+
+            async def on_progress(progress, total, message):
+                seen.append(progress)
+
+            task = asyncio.create_task(client.call_tool("user_confirm", {"title": "x"}, progress_callback=on_progress))
+            invoke = await p.event()
+            for step in (1, 2, 3):
+                await p.send({"type": "agui.tool.progress", "call_id": invoke["call_id"], "progress": step,
+                              "total": 3})
+            await p.answer(invoke["call_id"], "done")
+            assert (await task).content[0].text == "done"
+            assert seen == [1, 2, 3], attempt
+
+
 async def test_progress_for_an_unknown_call_is_refused():
     async with running_bridge() as b, page(b, CONFIRM) as p:
         await p.send({"type": "agui.tool.progress", "call_id": "c_nope", "progress": 1})
