@@ -278,7 +278,7 @@ class Hub:
             rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
                           "deferred": listing.deferred, "pages": pages})
         return {"rooms": rooms, "calls": [c.summary(now) for c in self.calls.in_flight()],
-                "recent": list(self.calls.recent), "refused": list(self.refused)}
+                "recent": self.calls.recent, "refused": list(self.refused)}
 
     # --- pages -----------------------------------------------------------------------------
 
