@@ -70,6 +70,7 @@ class CallTable:
         self._ended: deque[tuple[Call, Outcome, float]] = deque(maxlen=history)
         self.timeout = timeout
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None  # a bridge may run again on a new loop
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -82,8 +83,8 @@ class CallTable:
         call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
                     loop.time() + self.timeout, on_progress)
         self._calls[call_id] = call
-        if self._timer is None and self.timeout != math.inf:
-            self._timer = loop.call_at(call.deadline, self._time_out)
+        if (self._timer is None or self._timer_loop is not loop) and self.timeout != math.inf:
+            self._timer, self._timer_loop = loop.call_at(call.deadline, self._time_out), loop
         return call
 
     def _time_out(self) -> None:

@@ -208,6 +208,21 @@ async def test_call_table_times_out_each_call_at_its_own_deadline():
     assert (await asyncio.wait_for(third.future, 1)).kind == "timeout"
 
 
+def test_call_table_times_out_on_a_new_event_loop_too():
+    """A bridge stopped with a call waiting and run again (a new loop) still times its calls out."""
+    table = CallTable(timeout=0.05)
+
+    async def left_waiting():
+        table.open(room="r", session_id="S", tool_key="t", arguments={})
+
+    async def timed_out():
+        call = table.open(room="r", session_id="S", tool_key="t", arguments={})
+        return (await asyncio.wait_for(call.future, 1)).kind
+
+    asyncio.run(left_waiting())  # its loop closes with the timer pending
+    assert asyncio.run(timed_out()) == "timeout"
+
+
 async def test_call_table_without_timeout_sets_no_timer():
     table = CallTable()
     call = table.open(room="r", session_id="S", tool_key="t", arguments={})
