@@ -95,9 +95,10 @@ class Bridge:
         # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
         # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
         # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
-        # One Host check per endpoint, so an open request holds no extra frame to find its endpoint.
-        self._direct = {endpoint: TrustedHostMiddleware(endpoint, allowed_hosts=self._trusted_hosts())
-                        for endpoint in (self._page_socket, self._page_events, self.mcp)}
+        # Each endpoint behind its own Host check, so an open request holds no frame to find its endpoint.
+        self._direct: dict[str, ASGIApp] = {
+            name: TrustedHostMiddleware(endpoint, allowed_hosts=self._trusted_hosts())
+            for name, endpoint in (("socket", self._page_socket), ("events", self._page_events), ("mcp", self.mcp))}
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -128,28 +129,28 @@ class Bridge:
         self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or _needs_cors(scope) or not self._route_directly(scope):
-            await self._app(scope, receive, send)
-        else:
-            await self._direct[scope["endpoint"]](scope, receive, send)
+        direct = None if scope["type"] == "lifespan" or _needs_cors(scope) else self._direct_route(scope)
+        await (direct or self._app)(scope, receive, send)
 
-    def _route_directly(self, scope: Scope) -> bool:
-        """Whether an endpoint serves this request without the stack; it goes into the scope (updated in
-        place, as Starlette's router does: a copy would be kept as long as a page stays connected)."""
+    def _direct_route(self, scope: Scope) -> ASGIApp | None:
+        """The endpoint that serves this request without the stack, behind its Host check, or None.
+        The endpoint goes into the scope (updated in place, as Starlette's router does: a copy would
+        be kept as long as a page stays connected)."""
         path = _route_path(scope)
+        endpoint: ASGIApp
         if scope["type"] == "websocket":
-            endpoint: ASGIApp | None = self._page_socket if path == "/agui/ws" else None
+            if path != "/agui/ws":
+                return None
+            name, endpoint = "socket", self._page_socket
         elif path == "/agui/events" and scope["method"] in ("GET", "HEAD"):
-            endpoint = self._page_events
+            name, endpoint = "events", self._page_events
         elif (mcp := MCP_ROUTE.fullmatch(path)) is not None:
-            endpoint = self.mcp
+            name, endpoint = "mcp", self.mcp
             scope["path_params"] = {"room": mcp["room"]} if mcp["room"] else {}
         else:
-            endpoint = None
-        if endpoint is None:
-            return False
+            return None
         scope["endpoint"] = endpoint
-        return True
+        return self._direct[name]
 
     async def _page_socket(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.pages.websocket(WebSocket(scope, receive, send))
