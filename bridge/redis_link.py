@@ -121,6 +121,7 @@ class RedisLink:
         self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
         self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._page_work: dict[str, asyncio.Task[None]] = {}  # the latest push or call end per page, to keep their order
         self._runners: list[asyncio.Task[Any]] = []
         self.up = False
         self._tried = asyncio.Event()  # the first attempt to connect and load the catalog ended
@@ -191,7 +192,7 @@ class RedisLink:
         await self._pubsub.aclose()
         await self.redis.aclose()
 
-    def _spawn(self, work: Awaitable[Any], what: str) -> None:
+    def _spawn(self, work: Awaitable[Any], what: str) -> asyncio.Task[None]:
         async def logged() -> None:
             try:
                 await work
@@ -200,6 +201,21 @@ class RedisLink:
         task = asyncio.create_task(logged())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _spawn_for_page(self, sid: str, work: Awaitable[Any], what: str) -> None:
+        """`_spawn`, after what was spawned earlier for the same page: a cancel, then its call's end,
+        reach Redis in that order (the other way round, the page's process hears the call ended and
+        drops the cancel as a stale event)."""
+        earlier = self._page_work.get(sid)
+
+        async def in_order() -> None:
+            if earlier is not None:
+                await asyncio.wait([earlier])
+            await work
+
+        task = self._page_work[sid] = self._spawn(in_order(), what)
+        task.add_done_callback(lambda done: self._page_work.pop(sid) if self._page_work.get(sid) is done else None)
 
     def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
         self._writes.put_nowait(write)
@@ -516,7 +532,7 @@ class RedisLink:
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
-        self._spawn(self._push_to(session.id, data), f"send {data['type']} to a page")
+        self._spawn_for_page(session.id, self._push_to(session.id, data), f"send {data['type']} to a page")
 
     async def _push_to(self, sid: str, data: dict[str, Any]) -> int:
         call_id = data.get("call_id", "")
@@ -526,7 +542,7 @@ class RedisLink:
             args=[data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid, OTHER_EVENTS_KEPT])
 
     def settled(self, session: PageSession, call_id: str) -> None:
-        self._spawn(self._end_call(session.id, call_id), "end a call")
+        self._spawn_for_page(session.id, self._end_call(session.id, call_id), "end a call")
 
     async def _end_call(self, sid: str, call_id: str) -> None:
         if call_id not in self._asked:

@@ -124,6 +124,24 @@ async def test_progress_error_and_cancel_cross_processes(redis_url, era):
         assert (await p.reply())["code"] == "unknown_call"
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_every_cancel_reaches_a_page_on_another_process(redis_url, era):
+    """A cancel and its call's end go to Redis in that order: the other way round, the page's
+    process hears the call ended first and drops the cancel as a stale event."""
+    async with bridges(redis_url) as (a, b), page(a, CONFIRM) as p, Client(b.mcp_url(), mode=era) as client:
+        await listed_on(b, ["user_confirm"])
+        calls = [asyncio.create_task(client.call_tool("user_confirm", {"title": str(i)})) for i in range(40)]
+        invoked = {(await p.event())["call_id"] for _ in calls}
+        for call in calls:
+            call.cancel()
+        cancelled = set()
+        while cancelled != invoked:
+            event = await p.event()
+            assert event["type"] == "agui.tool.cancel" and event["call_id"] in invoked, event
+            cancelled.add(event["call_id"])
+        await eventually(lambda: len(b.hub.calls) == 0)
+
+
 async def test_timeout_cross_processes(redis_url):
     async with bridges(redis_url, call_timeout=0.5) as (a, b), page(a, CONFIRM) as p, \
             Client(b.mcp_url(), mode="legacy") as client:
