@@ -97,7 +97,8 @@ class CallTable:
                 self._timer = loop.call_at(call.deadline, self._time_out)
                 return
             if not call.future.done():
-                call.future.set_result(Outcome.failure("timeout", f"The page did not answer within {self.timeout:g} s."))
+                call.future.set_result(
+                    Outcome.failure("timeout", f"The page did not answer within {self.timeout:g} s."))
 
     def get(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)
