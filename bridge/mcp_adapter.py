@@ -169,6 +169,10 @@ class RoomServer:
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
+        except BaseException as exc:  # the agent cancelled, or something broke: as start_as_current_span records
+            span.record_exception(exc)
+            span.set_status(StatusCode.ERROR, type(exc).__name__)
+            raise
         finally:
             span.end()
         result = to_call_tool_result(outcome,

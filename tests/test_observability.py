@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from support import free_port, open_page, page, running_bridge, tool
+from support import eventually, free_port, open_page, page, running_bridge, tool
 
 ECHO = tool("echo", "Echo the text back.", {"text": {"type": "string"}}, ["text"])
 
@@ -78,9 +78,17 @@ async def test_one_span_per_call_with_tool_room_and_outcome():
         task = asyncio.create_task(client.call_tool("echo", {"text": "x"}))
         await p.answer((await p.event())["call_id"], error="nope")
         await task
-    ours = [s for s in exporter.get_finished_spans() if s.name == "agui.tool.call"]
-    assert len(ours) == 1
-    span = ours[0]
+        task = asyncio.create_task(client.call_tool("echo", {"text": "y"}))
+        await p.event()
+        task.cancel()  # the agent gives up: its call's span ends too, marked as such
+        assert (await p.event())["type"] == "agui.tool.cancel"
+
+        def spans():
+            return [s for s in exporter.get_finished_spans() if s.name == "agui.tool.call"]
+
+        await eventually(lambda: len(spans()) == 2)
+    span, cancelled = spans()
+    assert not cancelled.status.is_ok and [e.name for e in cancelled.events] == ["exception"]
     assert span.attributes["agui.tool"] == "echo" and span.attributes["agui.room"] == "default"
     assert span.attributes["agui.outcome"] == "error"
     assert not span.status.is_ok
