@@ -17,7 +17,7 @@ import json
 import math
 import secrets
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +66,9 @@ class CallTable:
 
     def __init__(self, history: int = 100, timeout: float = math.inf) -> None:
         self._calls: dict[str, Call] = {}  # in the order they opened, which is the order of their deadlines
+        # Calls in flight per room and per page, for the limits checked on every call.
+        self._in_room: Counter[str] = Counter()
+        self._for_page: Counter[str] = Counter()
         # How the last calls ended, summarised only when the dashboard asks (a summary costs ~20 us).
         self._ended: deque[tuple[Call, Outcome, float]] = deque(maxlen=history)
         self.timeout = timeout
@@ -83,6 +86,8 @@ class CallTable:
         call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
                     loop.time() + self.timeout, on_progress)
         self._calls[call_id] = call
+        self._in_room[room] += 1
+        self._for_page[session_id] += 1
         if (self._timer is None or self._timer_loop is not loop) and self.timeout != math.inf:
             self._timer, self._timer_loop = loop.call_at(call.deadline, self._time_out), loop
         return call
@@ -102,6 +107,12 @@ class CallTable:
 
     def get(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)
+
+    def waiting_in(self, room: str) -> int:
+        return self._in_room[room]
+
+    def waiting_for(self, session_id: str) -> int:
+        return self._for_page[session_id]
 
     def in_flight(self, session_id: str | None = None, *, room: str | None = None) -> list[Call]:
         return [c for c in self._calls.values()
@@ -128,6 +139,10 @@ class CallTable:
         """Forget a call (idempotent) and remember how it ended."""
         if self._calls.pop(call.call_id, None) is None:
             return
+        for counts, key in ((self._in_room, call.room), (self._for_page, call.session_id)):
+            counts[key] -= 1
+            if not counts[key]:
+                del counts[key]
         if not call.future.done():
             call.future.cancel()
         self._ended.appendleft((call, outcome, time.monotonic()))

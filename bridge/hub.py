@@ -204,6 +204,7 @@ class Hub:
                                             cache_dir=config.search_model_cache, on_loaded=self._embedder_loaded)
         self.calls = CallTable(timeout=self.config.call_timeout)
         self.sessions: dict[str, PageSession] = {}
+        self._pages_by_room: dict[str, dict[str, PageSession]] = {}  # each call asks whether its room has a page
         self.observers: list[HubObserver] = []
         self.link: HubLink = LocalLink(self)  # shared mode replaces it before anything connects
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
@@ -248,7 +249,12 @@ class Hub:
         return self.sessions.get(session_id)
 
     def pages_in(self, room: str) -> list[PageSession]:
-        return [s for s in self.sessions.values() if s.room == room]
+        return list(self._pages_by_room.get(room, {}).values())
+
+    def add_session(self, session: PageSession) -> None:
+        """A page this bridge serves (in shared mode also one held by another process)."""
+        self.sessions[session.id] = session
+        self._pages_by_room.setdefault(session.room, {})[session.id] = session
 
     def waiting_call_ids(self, session: PageSession) -> set[str]:
         """The calls this page has been asked and not yet answered (by agents of any process)."""
@@ -300,7 +306,7 @@ class Hub:
             session = known
         else:
             session = PageSession(msg.room, msg.page)
-            self.sessions[session.id] = session
+            self.add_session(session)
             log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
         self.stop_expiry(session)
         session.connection += 1
@@ -372,6 +378,10 @@ class Hub:
         """The page is gone: its tools leave the catalog and its calls fail now."""
         if self.sessions.pop(session.id, None) is None:
             return
+        in_room = self._pages_by_room[session.room]
+        del in_room[session.id]
+        if not in_room:
+            del self._pages_by_room[session.room]
         session.close()
         self.room(session.room).unregister(session.id)
         for call in self.calls.in_flight(session.id):
@@ -489,11 +499,11 @@ class Hub:
         return route
 
     def _too_busy(self, session: PageSession) -> str | None:
-        waiting = self.calls.in_flight(room=session.room)
-        if len(waiting) >= self.config.max_calls_per_room:
-            return (f"Room {session.room!r} already has {len(waiting)} calls waiting, the most it may have; "
+        in_room = self.calls.waiting_in(session.room)
+        if in_room >= self.config.max_calls_per_room:
+            return (f"Room {session.room!r} already has {in_room} calls waiting, the most it may have; "
                     "try again when some are answered.")
-        mine = sum(1 for c in waiting if c.session_id == session.id)
+        mine = self.calls.waiting_for(session.id)
         if mine >= self.config.max_calls_per_page:
             return (f"The page already has {mine} calls waiting, the most a page may have; try again when some "
                     "are answered.")

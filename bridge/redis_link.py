@@ -404,7 +404,8 @@ class RedisLink:
             except TooManyRooms:
                 log.warning("page %s of room %s is not served here: too many rooms", sid[:6], room)
                 return None
-            session = self.hub.sessions[sid] = PageSession(room, PageInfo.model_validate_json(page), sid)
+            session = PageSession(room, PageInfo.model_validate_json(page), sid)
+            self.hub.add_session(session)
         elif session.holder == self.process_id:
             # The page came back on another process: what this one streamed for it ends.
             session.supersede()

@@ -181,6 +181,22 @@ async def test_call_table_settles_once_and_keeps_history():
     assert table.settle(call.call_id, Outcome(result=1)) is False
 
 
+async def test_call_table_counts_calls_waiting_per_room_and_page():
+    table = CallTable()
+    a1 = table.open(room="r", session_id="A", tool_key="t", arguments={})
+    a2 = table.open(room="r", session_id="A", tool_key="t", arguments={})
+    b1 = table.open(room="q", session_id="B", tool_key="t", arguments={})
+    assert (table.waiting_in("r"), table.waiting_for("A")) == (2, 2)
+    assert (table.waiting_in("q"), table.waiting_for("B")) == (1, 1)
+    table.close(a1, Outcome(result=1))
+    table.close(a1, Outcome(result=1))  # closing twice counts once
+    assert (table.waiting_in("r"), table.waiting_for("A")) == (1, 1)
+    table.close(a2, Outcome(result=1))
+    table.close(b1, Outcome(result=1))
+    assert table.waiting_in("r") == table.waiting_for("A") == table.waiting_in("q") == table.waiting_in("nowhere") == 0
+    assert not table._in_room and not table._for_page  # nothing kept for rooms and pages with no call
+
+
 async def test_call_ids_are_unique():
     table = CallTable()
     ids = {table.open(room="r", session_id="S", tool_key="t", arguments={}).call_id for _ in range(500)}
@@ -394,6 +410,19 @@ async def test_hub_resume_within_grace_and_stale_socket_close_is_ignored():
     assert session.id in h.sessions
     other_room, resumed = h.hello(Hello(type="agui.hello", session_id=session.id, room="elsewhere"))
     assert not resumed and other_room is not session
+
+
+async def test_hub_knows_the_pages_of_each_room():
+    h = hub(page_grace=0.05)
+    a, _ = h.hello(Hello(type="agui.hello", room="a"))
+    b1, _ = h.hello(Hello(type="agui.hello", room="b"))
+    b2, _ = h.hello(Hello(type="agui.hello", room="b"))
+    assert h.pages_in("a") == [a] and h.pages_in("b") == [b1, b2] and h.pages_in("c") == []
+    h.drop(b1)
+    h.drop(b1)  # twice: nothing more happens
+    assert h.pages_in("b") == [b2]
+    h.drop(a)
+    assert h.pages_in("a") == [] and "a" not in h._pages_by_room
 
 
 async def test_hub_refuses_bad_hello():
