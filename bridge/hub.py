@@ -242,7 +242,7 @@ class Hub:
 
     def _free_if_unused(self, name: str) -> None:
         """A room with no page and no agent edge is forgotten, so rooms cannot pile up."""
-        if name not in self._held and not self.pages_in(name):
+        if name not in self._held and not self.has_pages(name):
             self.catalog.forget(name)
 
     def session(self, session_id: str) -> PageSession | None:
@@ -250,6 +250,10 @@ class Hub:
 
     def pages_in(self, room: str) -> list[PageSession]:
         return list(self._pages_by_room.get(room, {}).values())
+
+    def has_pages(self, room: str) -> bool:
+        """Asked on every call: no list of the room's pages is built for it."""
+        return room in self._pages_by_room  # a room's entry goes with its last page
 
     def add_session(self, session: PageSession) -> None:
         """A page this bridge serves (in shared mode also one held by another process)."""
@@ -482,7 +486,7 @@ class Hub:
     def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: Callable[[], str]) -> Route:
         """What an agent's `tools/call` of `name` in `room` becomes (see `MetaTools.route`)."""
         no_page = None
-        if not self.pages_in(room):
+        if not self.has_pages(room):
             no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
                        f"this bridge (the demo is at {pages_url()}) and try again.")
         started = time.monotonic()

@@ -310,7 +310,7 @@ class McpRooms:
             now = anyio.current_time()
             for name, served in list(self._served.items()):
                 if (name != "default" and not served.requests and now - served.last_used > idle
-                        and not self.hub.pages_in(name)):
+                        and not self.hub.has_pages(name)):
                     del self._served[name], self._servers[name]
                     served.stop.cancel()
                     served.server.unsubscribe()

@@ -422,7 +422,7 @@ async def test_hub_knows_the_pages_of_each_room():
     h.drop(b1)  # twice: nothing more happens
     assert h.pages_in("b") == [b2]
     h.drop(a)
-    assert h.pages_in("a") == [] and "a" not in h._pages_by_room
+    assert h.pages_in("a") == [] and not h.has_pages("a") and h.has_pages("b")
 
 
 async def test_hub_refuses_bad_hello():
