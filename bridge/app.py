@@ -96,8 +96,9 @@ class Bridge:
         # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
         # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
         # Each endpoint behind its own Host check, so an open request holds no frame to find its endpoint.
+        hosts = self._trusted_hosts()
         self._direct: dict[str, ASGIApp] = {
-            name: TrustedHostMiddleware(endpoint, allowed_hosts=self._trusted_hosts())
+            name: TrustedHostMiddleware(endpoint, allowed_hosts=hosts)
             for name, endpoint in (("socket", self._page_socket), ("events", self._page_events), ("mcp", self.mcp))}
 
     @asynccontextmanager
