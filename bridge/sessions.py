@@ -144,7 +144,8 @@ class PageSession:
         loop = asyncio.get_running_loop()
         # One timer for the keep-alive, set again only when it has fired: moving it at every
         # event would cost a timer per call.
-        ping_at = loop.time() + idle if idle is not None else math.inf
+        quiet_for = idle if idle is not None else math.inf
+        ping_at = loop.time() + quiet_for
         ping: asyncio.TimerHandle | None = None
         try:
             if last_event_id is None:
@@ -165,17 +166,16 @@ class PageSession:
                     yield event
                 if self.closed or self._stream != mine:
                     return  # what was pushed before closing (e.g. shutdown's cancels) went out first
+                now = loop.time()
                 if fresh:
-                    ping_at = loop.time() + idle if idle is not None else math.inf
+                    ping_at = now + quiet_for
                     continue
-                if idle is not None:
-                    now = loop.time()
-                    if now >= ping_at:
-                        ping_at = now + idle
-                        yield None
-                        continue
-                    if ping is None or ping.when() <= now:
-                        ping = loop.call_at(ping_at, wakeup.set)
+                if now >= ping_at:
+                    ping_at = now + quiet_for
+                    yield None
+                    continue
+                if ping_at != math.inf and (ping is None or ping.when() <= now):
+                    ping = loop.call_at(ping_at, wakeup.set)
                 await wakeup.wait()
         finally:
             if ping is not None:
