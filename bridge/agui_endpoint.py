@@ -35,6 +35,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from bridge.access import bearer_token, client_address, tokens_match
+from bridge.catalog import ROOM_NAME
 from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
@@ -110,7 +112,10 @@ class Refused(Exception):
         self.status, self.body = status, {"code": code, "message": message, **extra}
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.body, self.status, headers={"Allow": "POST"} if self.status == 405 else None)
+        headers = {"Allow": "POST"} if self.status == 405 else None
+        if "retry_after" in self.body:
+            headers = {"Retry-After": str(max(1, round(self.body["retry_after"])))}
+        return JSONResponse(self.body, self.status, headers=headers)
 
 
 @dataclass(eq=False)
@@ -156,9 +161,9 @@ class AguiEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        room = request.path_params.get("room", "default")
         try:
-            run = self._open(request.path_params.get("room", "default"), *await self._read(request),
-                             page=self._page(request))
+            run = self._open(room, *await self._read(request, room), page=self._page(request))
         except Refused as exc:
             await exc.response()(scope, receive, send)
             return
@@ -175,17 +180,23 @@ class AguiEndpoint:
 
     # --- the request -----------------------------------------------------------------------
 
-    async def _read(self, request: Request) -> tuple[RunAgentInput, str | None]:
+    async def _read(self, request: Request, room: str) -> tuple[RunAgentInput, str | None]:
+        """The run's input and token; whatever can be refused without the body is refused before it is read."""
         if request.method != "POST":
             raise Refused(405, "method_not_allowed", "POST a RunAgentInput (JSON) here.")
         refusal = self.pages.origin_refusal(request.headers.get("origin"))
         if refusal is not None:
             raise Refused(403, "forbidden_origin", refusal)
+        token = bearer_token(request.headers)
+        self._check_token(room, token, client_address(request.scope))
         media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
             raise Refused(415, "unsupported_media_type", f"A run is a RunAgentInput sent as application/json, "
                           f"not {media_type or 'a body without Content-Type'}.")
         limit = BODY_LIMIT_FACTOR * self.settings.max_message_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            raise Refused(413, "too_large", f"The request declares {int(declared)} bytes, over the limit of {limit}.")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
@@ -201,9 +212,23 @@ class AguiEndpoint:
             errors = [{"field": ".".join(map(str, e["loc"])) or "(body)", "message": e["msg"]} for e in exc.errors()]
             raise Refused(422, "invalid_input", f"Invalid RunAgentInput: {validation_summary(exc)}",
                           errors=errors) from None
-        authorization = request.headers.get("authorization", "")
-        token = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
         return run_input, token
+
+    def _check_token(self, room: str, token: str | None, address: str) -> None:
+        """The room's page token, checked before the body is read; wrong ones slowed down per address
+        as on the page WebSocket."""
+        expected = self.hub.config.page_token(room) if ROOM_NAME.fullmatch(room) else ""
+        if not expected:
+            return
+        wait = self.pages.attempts.retry_after(address)
+        if wait is not None:
+            raise Refused(429, "too_many_attempts", f"Too many wrong tokens from this address; try again in "
+                          f"{wait:.1f} s.", retry_after=round(wait, 1))
+        if not tokens_match(token, expected):
+            self.pages.attempts.failed(address)
+            problem = "is not the one it needs" if token else "is missing"
+            raise Refused(401, "unauthorized", f"Room {room!r} needs a page token, and the one given {problem}. "
+                          "An AG-UI app sends it as 'Authorization: Bearer <token>'.")
 
     @staticmethod
     def _page(request: Request) -> PageInfo:

@@ -14,7 +14,7 @@ MCP URL) follows the mount prefix and `root_path`.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -28,17 +28,18 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from bridge.access import AgentOrigins, FailedAttempts, missing_agent_token, origin_pattern
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
 from bridge.hub import Hub
-from bridge.mcp_adapter import McpRooms, missing_agent_token
+from bridge.mcp_adapter import McpRooms
 from bridge.metrics import BridgeMetrics
-from bridge.page_endpoints import PageEndpoints, origin_pattern
+from bridge.page_endpoints import PageEndpoints
 
 
 
@@ -55,9 +56,10 @@ SHUTDOWN_POLL_SECONDS = 0.5
 MCP_ROUTE = re.compile(r"/mcp|/rooms/(?P<room>[^/]+)/mcp")  # the paths of the two MCP routes below
 
 
-def _needs_cors(scope: Scope) -> bool:
-    """A cross-origin browser request (it sends Origin) reads the answer only with the CORS headers
-    the middleware adds; WebSockets have no CORS (the page endpoint checks their Origin itself)."""
+def _from_a_browser(scope: Scope) -> bool:
+    """A browser request that sends Origin goes through the router, where each endpoint's origin
+    policy (CORS for pages, `AgentOrigins` for agents) applies; WebSockets have no CORS (the page
+    endpoint checks their Origin itself)."""
     return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
 
 
@@ -87,16 +89,20 @@ class Bridge:
         self.settings.check()
         self.hub = Hub(self.settings.hub_config())
         self.mcp = McpRooms(self.hub, self.settings)
-        self.pages = PageEndpoints(self.hub, self.settings)
+        attempts = FailedAttempts()  # wrong page tokens, per client address
+        self.pages = PageEndpoints(self.hub, self.settings, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
         self.link = _redis_link(self.hub, self.settings) if self.settings.redis_url else None
-        self._app = Starlette(routes=self._routes(), middleware=self._middleware(), lifespan=self.lifespan)
-        # Requests that need no CORS headers skip the middleware stack and the router: agents' MCP requests,
-        # page WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
+        hosts = self.settings.trusted_host_names
+        # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
+        # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
+        self._app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+                              lifespan=self.lifespan)
+        # Requests without Origin skip the middleware stack and the router: agents' MCP requests, page
+        # WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
         # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
         # Each endpoint behind its own Host check, so an open request holds no frame to find its endpoint.
-        hosts = self._trusted_hosts()
         self._direct: dict[str, ASGIApp] = {
             name: TrustedHostMiddleware(endpoint, allowed_hosts=hosts)
             for name, endpoint in (("socket", self._page_socket), ("events", self._page_events), ("mcp", self.mcp))}
@@ -130,7 +136,7 @@ class Bridge:
         self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        direct = None if scope["type"] == "lifespan" or _needs_cors(scope) else self._direct_route(scope)
+        direct = None if scope["type"] == "lifespan" or _from_a_browser(scope) else self._direct_route(scope)
         await (direct or self._app)(scope, receive, send)
 
     def _direct_route(self, scope: Scope) -> ASGIApp | None:
@@ -161,9 +167,20 @@ class Bridge:
         await response(scope, receive, send)
 
     def _routes(self) -> list[Any]:
+        s = self.settings
+
+        def for_pages(app: ASGIApp) -> ASGIApp:
+            # Pages served from other allowed origins import the client module and open the event stream
+            # cross-origin; AG-UI apps POST their runs cross-origin.
+            return CORSMiddleware(app, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
+                                  allow_methods=["GET", "POST"], allow_headers=["*"])
+
+        def for_agents(app: ASGIApp) -> ASGIApp:
+            return AgentOrigins(app, origin_pattern(s.agent_origins))
+
         async def api_state(request: Request) -> Response:
             # Page URLs and the arguments of calls in flight are the users' data: the agent token guards them.
-            refusal = missing_agent_token(request.scope, self.settings.agent_token)
+            refusal = missing_agent_token(request.scope, s.agent_token)
             if refusal is not None:
                 return refusal
             state = self.hub.state()
@@ -173,7 +190,9 @@ class Bridge:
 
         async def cancel_call(request: Request) -> Response:
             """The dashboard's cancel button: an operator ends a call the page is not answering."""
-            refusal = self._operator_refusal(request)
+            if request.method != "POST":
+                return PlainTextResponse("POST here to cancel the call.", 405, headers={"Allow": "POST"})
+            refusal = missing_agent_token(request.scope, s.agent_token)
             if refusal is not None:
                 return refusal
             if self.hub.cancel_call(request.path_params["call_id"]):
@@ -181,44 +200,26 @@ class Bridge:
             return JSONResponse({"cancelled": False, "message": "No such call in flight."}, 404)
 
         async def metrics(request: Request) -> Response:
-            refusal = missing_agent_token(request.scope, self.settings.agent_token)
+            refusal = missing_agent_token(request.scope, s.agent_token)
             return refusal or await self.metrics.endpoint(request)
 
-        def page(name: str):
-            async def endpoint(request: Request) -> FileResponse:
+        def page(name: str) -> Callable[[Request], Awaitable[Response]]:
+            async def serve(request: Request) -> Response:
                 return FileResponse(WEB_CLIENT / name)
-            return endpoint
+            return serve
+
+        endpoint = request_response  # the guards wrap ASGI apps
 
         return [
-            Route("/agui/events", self.pages.events),
-            Route("/agui/run", self.agui),
-            Route("/rooms/{room}/agui/run", self.agui),
-            Route("/mcp", self.mcp),
-            Route("/rooms/{room}/mcp", self.mcp),
-            Route("/api/state", api_state),
-            Route("/api/calls/{call_id}/cancel", cancel_call, methods=["POST"]),
-            Route("/metrics", metrics),
+            Route("/agui/events", for_pages(endpoint(self.pages.events))),
+            Route("/agui/run", for_pages(self.agui)),
+            Route("/rooms/{room}/agui/run", for_pages(self.agui)),
+            Route("/mcp", for_agents(self.mcp)),
+            Route("/rooms/{room}/mcp", for_agents(self.mcp)),
+            Route("/api/state", for_agents(endpoint(api_state))),
+            Route("/api/calls/{call_id}/cancel", for_agents(endpoint(cancel_call))),
+            Route("/metrics", for_agents(endpoint(metrics))),
             Route("/", page("demo.html")),
-            Route("/dashboard", page("dashboard.html")),
-            Mount("/client", StaticFiles(directory=WEB_CLIENT, check_dir=False)),
+            Route("/dashboard", for_agents(endpoint(page("dashboard.html")))),
+            Mount("/client", for_pages(StaticFiles(directory=WEB_CLIENT, check_dir=False))),
         ]
-
-    def _operator_refusal(self, request: Request) -> Response | None:
-        # A POST from another site's page (CSRF) carries its Origin; the agent token, when set, is needed too.
-        if self.pages.origin_refusal(request.headers.get("origin")) is not None:
-            return PlainTextResponse("Forbidden origin.", 403)
-        return missing_agent_token(request.scope, self.settings.agent_token)
-
-    def _middleware(self) -> list[Middleware]:
-        s = self.settings
-        # Pages served from other local origins import the client module and open the event stream cross-origin;
-        # AG-UI apps POST their runs cross-origin.
-        middleware = [Middleware(CORSMiddleware, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
-                                 allow_methods=["GET", "POST"], allow_headers=["*"], expose_headers=["Mcp-Session-Id"])]
-        # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
-        # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=self._trusted_hosts()))
-        return middleware
-
-    def _trusted_hosts(self) -> list[str]:
-        return sorted({h.rsplit(":", 1)[0].strip("[]") for h in self.settings.allowed_hosts})

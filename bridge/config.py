@@ -36,6 +36,7 @@ class Settings:
         default="http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
         metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything; "
                           "'null' admits file:// pages)"})
+    agent_origins: str = field(default="", metadata={"help": "comma-separated Origin patterns of web-based agents or dashboards allowed to use the agent and operator endpoints (/mcp, /api, /metrics) from a browser; empty: only the bridge's own pages"})
     token: str = field(default="", metadata={"help": "when set, pages must send it in agui.hello"})
     room_tokens: str = field(default="", metadata={"help": "room=token,… : the token a page must send to join that room (pairing); overrides --token for those rooms"})
     agent_token: str = field(default="", metadata={"help": "when set, MCP clients must send 'Authorization: Bearer <token>'; required to listen beyond loopback"})
@@ -57,6 +58,9 @@ class Settings:
     redis_url: str = field(default="", metadata={"help": "redis://host:port/db shared by several bridge processes, which then serve one set of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed"})
     redis_prefix: str = field(default="agui:", metadata={"help": "prefix of every Redis key and channel of this deployment; another deployment on the same Redis needs another (pub/sub channels are shared by all databases)"})
     redis_heartbeat: float = field(default=1.0, metadata={"help": "seconds between a process's heartbeats in Redis; a process silent for 3 is taken for dead and its pages get the grace period to come back elsewhere"})
+    max_connections: int = field(default=0, metadata={"help": "most open connections (HTTP and WebSocket); past it the longest-idle ones with no request in progress are closed so new clients get in; 0: the open-file limit (raised to its hard limit at start) less 128 for the bridge's own files"})
+    request_head_timeout: float = field(default=10.0, metadata={"help": "seconds a connection may take to send a complete request head, counted from when it opens and from the first byte of each later request; then it is closed (with 408 when part of a head came); 0: no deadline"})
+    request_body_timeout: float = field(default=30.0, metadata={"help": "seconds a request body may take to arrive in full after its head; then 408 and the connection is closed; 0: no deadline"})
     room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
     log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
     log_json: bool = field(default=False, metadata={"help": "write logs as one JSON object a line (for log shippers)"})
@@ -68,10 +72,17 @@ class Settings:
     @property
     def allowed_hosts(self) -> list[str]:
         """Host headers the bridge answers (DNS-rebinding defence), as `name:port` patterns."""
-        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        names = ["127.0.0.1", "localhost", "[::1]"]
         if not self.loopback_only and self.host not in ("0.0.0.0", "::"):
-            hosts.append(f"[{self.host}]:*" if ":" in self.host else f"{self.host}:*")
-        return hosts + [h.strip() if ":" in h else f"{h.strip()}:*" for h in self.public_hosts.split(",") if h.strip()]
+            names.append(f"[{self.host}]" if ":" in self.host else self.host)
+        names += [h.strip() for h in self.public_hosts.split(",") if h.strip()]
+        # A name without a port admits any port and none (a browser omits the default port).
+        return [host for name in names for host in ((name,) if _has_port(name) else (name, f"{name}:*"))]
+
+    @property
+    def trusted_host_names(self) -> list[str]:
+        """`allowed_hosts` without ports, as starlette's TrustedHostMiddleware takes them."""
+        return sorted({(h.rpartition(":")[0] if _has_port(h) else h).strip("[]") for h in self.allowed_hosts})
 
     def check(self) -> None:
         """Refuse settings that would let anyone on the network drive users' browsers."""
@@ -89,6 +100,10 @@ class Settings:
 
     def hub_config(self) -> HubConfig:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
+
+
+def _has_port(host: str) -> bool:
+    return ":" in host.rpartition("]")[2]
 
 
 class UnusableSettings(ValueError):

@@ -214,14 +214,19 @@ class Hub:
             schema=SchemaLimits(max_bytes=config.max_schema_bytes, max_depth=config.max_schema_depth))
 
     def room(self, name: str) -> Room:
-        """The room by name, made on first use; `TooManyRooms` past `max_rooms`."""
+        """The room by name, made on first use (the edges bound how many: pages here, agents in theirs)."""
         room = self.catalog.get(name)
         if room is None:
-            if len(self.catalog) >= self.config.max_rooms:
-                raise TooManyRooms(self.config.max_rooms)
             room = self.catalog.room(name)
             self.semantic.start()
         return room
+
+    def admit_page(self, room: str) -> Room:
+        """The room a page joins; `TooManyRooms` when `max_rooms` rooms already have pages. Rooms
+        that only agents asked for do not count: an agent cannot take a slot a page needs."""
+        if room not in self._pages_by_room and len(self._pages_by_room) >= self.config.max_rooms:
+            raise TooManyRooms(self.config.max_rooms)
+        return self.room(room)
 
     def _embedder_loaded(self, embedder: Embedder) -> None:
         self.catalog.use_embedder(embedder)
@@ -298,10 +303,11 @@ class Hub:
             raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
         token = self.config.page_token(msg.room)
         if token and not secrets.compare_digest((msg.token or "").encode(), token.encode()):
-            raise ProtocolError("unauthorized", f"Room {msg.room!r} needs its page token in agui.hello.",
+            problem = "is not the one it needs" if msg.token else "is missing: send it in agui.hello"
+            raise ProtocolError("unauthorized", f"Room {msg.room!r} needs a page token, and the one given {problem}.",
                                 reply_to=msg.id)
         try:
-            self.room(msg.room)
+            self.admit_page(msg.room)
         except TooManyRooms as exc:
             raise ProtocolError("too_many_rooms", str(exc), reply_to=msg.id) from None
         known = self.sessions.get(msg.session_id or "")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -43,6 +42,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
+from bridge.access import missing_agent_token
 from bridge.calls import MonotonicProgress
 from bridge.catalog import ROOM_NAME, Room, Tool
 from bridge.config import Settings
@@ -117,6 +117,10 @@ class RoomServer:
             if len(self.legacy_sessions) > LEGACY_SESSIONS_MAX:
                 self.legacy_sessions.popitem(last=False)
         return await call_next(ctx)
+
+    def forget_session(self, session_id: str | None) -> bool:
+        """Its client ended a handshake session; False if it was not known."""
+        return session_id is not None and self.legacy_sessions.pop(session_id, None) is not None
 
     def _instructions(self) -> str:
         """Read by clients at initialize (and by those that read it again): what this room offers now."""
@@ -238,6 +242,7 @@ class _ServedRoom:
     plain_calls: StreamableHTTPSessionManager  # JSON mode: 2026-07-28 calls without progress (plain_calls.py)
     stop: anyio.CancelScope
     requests: int = 0  # in progress, including agents' open notification streams
+    sessions_ended: bool = False  # a handshake client ended its session (DELETE)
     last_used: float = 0.0
 
 
@@ -260,7 +265,8 @@ class McpRooms:
         self.security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=settings.allowed_hosts,
-            allowed_origins=[f"{scheme}://{host}" for host in settings.allowed_hosts for scheme in ("http", "https")],
+            allowed_origins=[f"{scheme}://{host}" for host in settings.allowed_hosts for scheme in ("http", "https")]
+            + [o.strip() for o in settings.agent_origins.split(",") if o.strip()],  # AgentOrigins checked them first
         )
 
     def agents(self, room: str) -> dict[str, int]:
@@ -270,10 +276,35 @@ class McpRooms:
                 "handshake_sessions_seen": len(server.legacy_sessions) if server else 0}
 
     def server(self, room: str) -> RoomServer:
-        """The room's MCP server; it holds the room until the room is freed."""
+        """The room's MCP server; it holds the room until the room is freed. At most `max_rooms` rooms
+        without a page are served: past that the one least recently used with no request open is
+        freed for this one, else `TooManyRooms`."""
         if room not in self._servers:
+            if not self.hub.has_pages(room):
+                self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings)
         return self._servers[room]
+
+    def _make_room_for_an_agent(self) -> None:
+        pageless = [name for name in self._servers if not self.hub.has_pages(name)]
+        if len(pageless) < self.settings.max_rooms:
+            return
+        idle = [(served.last_used, name) for name in pageless
+                if (served := self._served.get(name)) is not None and self._may_free(name, served)]
+        if not idle:
+            raise TooManyRooms(self.settings.max_rooms)
+        self._free(min(idle)[1])
+
+    def _may_free(self, name: str, served: _ServedRoom) -> bool:
+        return name != "default" and not served.requests and not self.hub.has_pages(name)
+
+    def _free(self, name: str) -> None:
+        """Stop serving a room: its handshake sessions end (their clients are told the session is gone)."""
+        served = self._served.pop(name)
+        del self._servers[name]
+        served.stop.cancel()
+        served.server.unsubscribe()
+        self.hub.release_room(name)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -309,12 +340,8 @@ class McpRooms:
             await anyio.sleep(max(idle / 4, 0.05))
             now = anyio.current_time()
             for name, served in list(self._served.items()):
-                if (name != "default" and not served.requests and now - served.last_used > idle
-                        and not self.hub.has_pages(name)):
-                    del self._served[name], self._servers[name]
-                    served.stop.cancel()
-                    served.server.unsubscribe()
-                    self.hub.release_room(name)
+                if now - served.last_used > idle and self._may_free(name, served):
+                    self._free(name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         room = scope.get("path_params", {}).get("room", "default")
@@ -343,23 +370,17 @@ class McpRooms:
         finally:
             served.requests -= 1
             served.last_used = anyio.current_time()
+            if scope["method"] == "DELETE":
+                served.sessions_ended |= served.server.forget_session(Headers(scope=scope).get("mcp-session-id"))
+            # A room its handshake clients left is freed as their last request ends, not when idle.
+            if (served.sessions_ended and not served.server.legacy_sessions and self._may_free(room, served)
+                    and self._served.get(room) is served):
+                self._free(room)
 
     def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
         if not ROOM_NAME.fullmatch(room):
             return PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)
         return missing_agent_token(scope, self.settings.agent_token)
-
-
-def missing_agent_token(scope: Scope, token: str) -> PlainTextResponse | None:
-    """401 unless no token is set or the request presents it (compared in constant time)."""
-    if not token:
-        return None
-    presented = Headers(scope=scope).get("authorization", "")
-    scheme, _, value = presented.partition(" ")
-    if scheme.lower() == "bearer" and secrets.compare_digest(value.strip().encode(), token.encode()):
-        return None
-    return PlainTextResponse("This bridge needs 'Authorization: Bearer <agent token>'.", 401,
-                             headers={"WWW-Authenticate": 'Bearer realm="agui-mcp-bridge"'})
 
 
 class LifespanNotEntered(RuntimeError):

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from bridge.access import FailedAttempts, client_address, origin_pattern
 from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
@@ -31,18 +32,14 @@ EVENT_ID = re.compile(r"[0-9]{1,18}")
 CLOSE_NORMAL = 1000  # the page called disconnect(): it leaves now, no grace
 CLOSE_POLICY = 1008
 CLOSE_REPLACED = 4000  # the same session connected again elsewhere
-
-
-def origin_pattern(patterns: str) -> re.Pattern[str]:
-    """`http://localhost:*,https://app.example` -> one regex; `*` matches anything."""
-    alternatives = [re.escape(p.strip()).replace(r"\*", ".*") for p in patterns.split(",") if p.strip()]
-    return re.compile("|".join(alternatives) or "(?!)")
+TOKEN_REFUSALS = ("unauthorized", "too_many_attempts")
 
 
 class PageEndpoints:
-    def __init__(self, hub: Hub, settings: Settings) -> None:
+    def __init__(self, hub: Hub, settings: Settings, attempts: FailedAttempts) -> None:
         self.hub = hub
         self.settings = settings
+        self.attempts = attempts
         self.allowed_origin = origin_pattern(self.settings.allowed_origins)
         self._sockets: dict[str, WebSocket] = {}
         self._refused_origins: set[str] = set()
@@ -90,7 +87,7 @@ class PageEndpoints:
                     if isinstance(msg, Hello):
                         if session is not None:
                             raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=msg.id)
-                        session, resumed = self.hub.hello(msg)
+                        session, resumed = self._hello(msg, client_address(ws.scope))
                         connection = session.connection
                         await self._take_over(session.id, ws)
                         events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
@@ -111,6 +108,9 @@ class PageEndpoints:
                         if ended is not None:
                             exc.fields.setdefault("call_id", ended)
                     await self._send(ws, exc.to_message())
+                    if exc.code in TOKEN_REFUSALS:  # one guess a socket: a guesser pays a handshake per try
+                        await ws.close(CLOSE_POLICY)
+                        break
         except WebSocketDisconnect as exc:
             close_code = exc.code
         finally:
@@ -118,6 +118,19 @@ class PageEndpoints:
                 if self._sockets.get(session.id) is ws:
                     del self._sockets[session.id]
                 self.hub.disconnected(session, connection, deliberate=close_code == CLOSE_NORMAL)
+
+    def _hello(self, msg: Hello, address: str) -> tuple[PageSession, bool]:
+        """The hub's hello, with token guessing slowed down per client address."""
+        wait = self.attempts.retry_after(address)
+        if wait is not None:
+            raise ProtocolError("too_many_attempts", f"Too many wrong page tokens from this address; try again in "
+                                f"{wait:.1f} s.", reply_to=msg.id, retry_after=round(wait, 1))
+        try:
+            return self.hub.hello(msg)
+        except ProtocolError as exc:
+            if exc.code == "unauthorized":
+                self.attempts.failed(address)
+            raise
 
     async def _take_over(self, session_id: str, ws: WebSocket) -> None:
         """One socket per session: a page that reconnects replaces its old socket."""

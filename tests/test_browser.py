@@ -477,6 +477,31 @@ async def test_dashboard_shows_pages_and_calls(browser, bridge):
         await dashboard.screenshot(path=screenshot_path("dashboard.png"), full_page=True)
 
 
+async def test_dashboard_cancels_a_call_and_a_page_of_another_origin_reads_nothing(browser, bridge):
+    port = bridge.url.rsplit(":", 1)[1]
+    # The demo page served from http://localhost:PORT: an allowed page origin, but not the bridge's own.
+    async with open_page(browser, f"http://localhost:{port}/") as page, mcp_client(bridge) as client, \
+            open_page(browser, bridge.url + "/dashboard", ready=None) as dashboard:
+        await wait_for_tools(client, "agui_user_confirm")
+        call = await call_in_background(client, "agui_user_confirm", TRANSFER)
+        await page.get_by_role("dialog").wait_for()
+        stolen = await page.evaluate("""async (url) => {
+            const outcomes = [];
+            for (const [path, init] of [["/api/state", {}], ["/metrics", {}], ["/mcp", {method: "POST",
+                    headers: {"content-type": "application/json"}, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}'}]]) {
+                try { outcomes.push(await (await fetch(url + path, init)).text()); }
+                catch (error) { outcomes.push("refused: " + error.name); }
+            }
+            return outcomes;
+        }""", bridge.url)
+        assert all(outcome.startswith("refused") for outcome in stolen), stolen
+        # The dashboard (same origin as the bridge) still cancels the call.
+        await dashboard.locator("#in-flight").get_by_role("button", name="Cancel").click()
+        result = await asyncio.wait_for(call, 10)
+        assert result.is_error and "operator" in text_of(result)
+        await page.get_by_role("dialog").wait_for(state="detached")
+
+
 async def test_client_reconnects_after_the_bridge_restarts(browser):
     port = free_port()
     context = await browser.new_context()

@@ -443,6 +443,8 @@ async def test_messages_before_hello_and_token():
             assert json.loads(await ws.recv())["code"] == "hello_first"
             await ws.send(json.dumps({"type": "agui.hello", "token": "wrong"}))
             assert json.loads(await ws.recv())["code"] == "unauthorized"
+            await ws.wait_closed()  # one guess a socket
+        async with websockets.connect(b.ws_url) as ws:
             await ws.send(json.dumps({"type": "agui.hello", "token": "s3cret"}))
             assert json.loads(await ws.recv())["type"] == "agui.welcome"
 

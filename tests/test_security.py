@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -197,12 +197,16 @@ async def test_a_cross_site_page_gets_neither_the_event_stream_nor_the_websocket
 
 async def test_a_room_token_guards_its_room_and_no_other():
     async with running_bridge(room_tokens="secret=abc, vault=xyz", page_grace=30) as b:
-        async with websockets.connect(b.ws_url) as ws:
-            for token in (None, "", "wrong", "xyz", "abcd", "ABC", " abc"):
+        for token in (None, "", "wrong", "xyz", "abcd", "ABC", " abc"):
+            async with websockets.connect(b.ws_url) as ws:
                 refused = await hello(ws, room="secret", token=token, id="h")
                 assert refused["type"] == "agui.error" and refused["code"] == "unauthorized", refused
                 assert refused["reply_to"] == "h" and "secret" in refused["message"]
-            assert b.hub.catalog.get("secret") is None and not b.hub.sessions
+                assert ("missing" if not token else "is not the one") in refused["message"]
+                await ws.wait_closed()  # one guess a socket
+                assert ws.close_code == 1008
+        assert b.hub.catalog.get("secret") is None and not b.hub.sessions
+        async with websockets.connect(b.ws_url) as ws:
             welcome = await hello(ws, room="secret", token="abc")
             assert welcome["type"] == "agui.welcome" and welcome["room"] == "secret"
             secret_session = welcome["session_id"]
@@ -214,6 +218,7 @@ async def test_a_room_token_guards_its_room_and_no_other():
         async with websockets.connect(b.ws_url) as ws:
             refused = await hello(ws, room="secret", session_id=secret_session)
             assert refused["code"] == "unauthorized"
+        async with websockets.connect(b.ws_url) as ws:
             moved = await hello(ws, room="other", session_id=secret_session)
             assert moved["type"] == "agui.welcome" and not moved["resumed"]
             assert moved["session_id"] != secret_session
@@ -312,7 +317,7 @@ async def test_a_page_cannot_answer_or_report_progress_for_another_pages_call():
 
 
 async def test_rooms_only_agents_used_are_freed():
-    async with running_bridge(idle_room_seconds=0.2) as b, page(b, CONFIRM, room="kept") as p, \
+    async with running_bridge(idle_room_seconds=2) as b, page(b, CONFIRM, room="kept") as p, \
             httpx.AsyncClient(timeout=10) as http:
         assert (await http.post(b.mcp_url("kept"), json=INITIALIZE, headers=MCP_HEADERS)).status_code == 200
         rooms_before, served_before = len(b.hub.catalog), len(b.bridge.mcp._served)
@@ -365,9 +370,14 @@ async def test_a_room_past_max_rooms_is_refused_to_pages_and_agents():
                 assert "3 rooms" in refused["message"] and "--max-rooms" in refused["message"]
                 # The socket is not lost: a hello to a room that exists is welcome.
                 assert (await hello(ws, room="room0"))["type"] == "agui.welcome"
-            response = await http.post(b.mcp_url("room4"), json=INITIALIZE, headers=MCP_HEADERS)
-            assert response.status_code == 503, response.text
-            assert "3 rooms" in response.text and "--max-rooms" in response.text
+            # Rooms agents ask for without a page are bounded apart: three held open, a fourth is refused.
+            async with AsyncExitStack() as holding:  # each handshake client keeps its event stream open
+                for n in range(3):
+                    await holding.enter_async_context(Client(b.mcp_url(f"agent{n}"), mode="legacy"))
+                await eventually(lambda: all(b.bridge.mcp.agents(f"agent{n}")["requests_open"] for n in range(3)))
+                response = await http.post(b.mcp_url("room4"), json=INITIALIZE, headers=MCP_HEADERS)
+                assert response.status_code == 503, response.text
+                assert "3 rooms" in response.text and "--max-rooms" in response.text
             assert b.hub.catalog.get("room3") is None and b.hub.catalog.get("room4") is None
             # Rooms that exist still serve their agents.
             async with Client(b.mcp_url("room1"), mode="legacy") as client:

@@ -1,0 +1,125 @@
+"""Who may talk to the bridge: web origins, bearer tokens, and how fast a guesser may try tokens.
+
+Two kinds of callers reach the bridge. Pages are browser code from the origins the operator
+allows (`--allowed-origins`), so their endpoints answer those origins with CORS. Agents and the
+operator (MCP, `/api/*`, `/metrics`, the dashboard) are programs or the bridge's own pages: a
+browser request to them from another origin is refused before it acts, unless the operator names
+that origin (`--agent-origins`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections import OrderedDict
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+def origin_pattern(patterns: str) -> re.Pattern[str]:
+    """`http://localhost:*,https://app.example` -> one regex. A `:*` port also matches no port
+    (a browser omits the default port: http://localhost is port 80); any other `*` matches anything."""
+    alternatives = []
+    for pattern in (p.strip() for p in patterns.split(",")):
+        if not pattern:
+            continue
+        port = pattern.endswith(":*")
+        pattern = re.escape(pattern[:-2] if port else pattern).replace(r"\*", ".*")
+        alternatives.append(pattern + ("(?::[0-9]{1,5})?" if port else ""))
+    return re.compile("|".join(alternatives) or "(?!)")
+
+
+def bearer_token(headers: Headers) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, or None."""
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def tokens_match(presented: str | None, token: str) -> bool:
+    """In constant time, so the comparison tells nothing of how much of a guess was right."""
+    return presented is not None and secrets.compare_digest(presented.encode(), token.encode())
+
+
+def missing_agent_token(scope: Scope, token: str) -> PlainTextResponse | None:
+    """401 unless no token is set or the request presents it."""
+    if not token or tokens_match(bearer_token(Headers(scope=scope)), token):
+        return None
+    return PlainTextResponse("This bridge needs 'Authorization: Bearer <agent token>'.", 401,
+                             headers={"WWW-Authenticate": 'Bearer realm="agui-mcp-bridge"'})
+
+
+def is_same_origin(origin: str, host: str | None) -> bool:
+    """The bridge's own pages (the dashboard) send their Origin on POSTs: its host and port are the
+    request's Host (already checked against the trusted hosts). The scheme is not compared: behind a
+    TLS-terminating proxy the page is https and the request reaching the bridge http."""
+    scheme, sep, netloc = origin.partition("://")
+    return bool(sep) and scheme in ("http", "https") and host is not None and netloc.lower() == host.lower()
+
+
+class AgentOrigins:
+    """Guards an agent or operator endpoint against browser pages of other origins.
+
+    A request without Origin (MCP clients, curl) or from the bridge's own origin passes; one from an
+    origin the operator opted in gets CORS; any other is refused with 403 before the endpoint acts,
+    preflights included, so a page on another local port can neither read nor change anything.
+    """
+
+    def __init__(self, app: ASGIApp, opted_in: re.Pattern[str]) -> None:
+        self.app = app
+        self.opted_in = opted_in
+        self._cors = CORSMiddleware(app, allow_origin_regex=opted_in.pattern, allow_methods=["GET", "POST", "DELETE"],
+                                    allow_headers=["*"], expose_headers=["Mcp-Session-Id"])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is None or is_same_origin(origin, headers.get("host")):
+            await self.app(scope, receive, send)
+        elif self.opted_in.fullmatch(origin):
+            await self._cors(scope, receive, send)
+        else:
+            await forbidden_agent_origin(origin)(scope, receive, send)
+
+
+def forbidden_agent_origin(origin: str) -> PlainTextResponse:
+    return PlainTextResponse(
+        f"Origin {origin} may not use the bridge's agent and operator endpoints: browser pages of other origins "
+        f"are refused. To let a web-based agent of that origin in, start the bridge with --agent-origins {origin}.",
+        403)
+
+
+class FailedAttempts:
+    """Slows down token guessing: each address may fail `burst` times, then once per `interval`
+    seconds (a token bucket). Remembers the `max_addresses` most recent failing addresses."""
+
+    def __init__(self, burst: int = 10, interval: float = 1.0, max_addresses: int = 10_000,
+                 clock: Any = time.monotonic) -> None:
+        self.burst, self.interval, self.max_addresses, self._clock = burst, interval, max_addresses, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # address -> (tokens, at)
+
+    def _tokens(self, address: str) -> float:
+        tokens, at = self._buckets.get(address, (self.burst, 0.0))
+        return min(self.burst, tokens + (self._clock() - at) / self.interval)
+
+    def retry_after(self, address: str) -> float | None:
+        """Seconds until `address` may try again, or None if it may now."""
+        if address not in self._buckets:
+            return None
+        tokens = self._tokens(address)
+        return None if tokens >= 1 else (1 - tokens) * self.interval
+
+    def failed(self, address: str) -> None:
+        self._buckets[address] = (max(self._tokens(address) - 1, 0.0), self._clock())
+        self._buckets.move_to_end(address)
+        if len(self._buckets) > self.max_addresses:
+            self._buckets.popitem(last=False)
+
+
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return client[0] if client else ""
