@@ -57,7 +57,8 @@ class PageEndpoints:
             self._refused_origins.add(origin)
             log.warning("refused a page from origin %s; to admit it, start the bridge with --allowed-origins %s",
                         origin, admitting)
-        return f"Origin {origin} may not connect; start the bridge with --allowed-origins '{admitting}'."
+        return (f"This page's origin, {origin}, may not connect to the bridge. To admit it, start the bridge with "
+                f"--allowed-origins '{admitting}' (embedded: Settings(allowed_origins={admitting!r})).")
 
     async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()

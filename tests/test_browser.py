@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 from browser_support import (
     mcp_client,
@@ -397,6 +398,25 @@ async def test_refused_connections_reject_connect(browser):
             assert "forbidden_origin" in await page.text_content("#state")
             assert await page.get_attribute("#state", "data-state") == "closed"
         assert not bridge.hub.sessions
+
+
+async def test_a_page_from_a_refused_origin_loads_the_client_and_hears_why(browser):
+    async with running_bridge(allowed_origins="http://localhost:*") as bridge:
+        async with bare_page(bridge, "Refused") as url, open_page(browser, url) as page:
+            error = await page.evaluate("window.connectError")
+            origin = url.split("/index.html")[0]
+            assert error["code"] == "forbidden_origin", error
+            assert origin in error["message"] and f"--allowed-origins 'http://localhost:*,{origin}'" in error["message"]
+            assert "Settings(allowed_origins=" in error["message"]
+        assert not bridge.hub.sessions
+
+
+async def test_client_declarations_are_served_as_typescript(bridge):
+    async with httpx.AsyncClient() as http:
+        response = await http.get(bridge.url + "/client/agui-bridge.d.ts")
+        assert response.status_code == 200 and response.headers["content-type"].startswith("application/typescript")
+        assert (await http.get(bridge.url + "/client/agui-bridge.js")).headers["content-type"].startswith(
+            "text/javascript")
 
 
 async def test_progress_reaches_the_agent(browser, bridge):
