@@ -7,14 +7,19 @@ the part it needs, `HubConfig`, so the core never sees hosts, ports or log level
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bridge.catalog import ROOM_NAME
 from bridge.hub import HubConfig
 
 ENV_PREFIX = "AGUI_BRIDGE_"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,17 @@ class Settings:
         return sorted({(h.rpartition(":")[0] if _has_port(h) else h).strip("[]") for h in self.allowed_hosts})
 
     def check(self) -> None:
-        """Refuse settings that would let anyone on the network drive users' browsers."""
+        """Refuse settings the bridge cannot work with, and those that would let anyone on the network
+        drive users' browsers; the message names the setting and what it takes."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            rule = RULES.get(f.name) or _TYPE_RULES.get(type(f.default))
+            if rule is not None and not rule[0](value):
+                raise UnusableSettings(f"--{f.name.replace('_', '-')} {value!r} (or {ENV_PREFIX}{f.name.upper()}): "
+                                       f"it takes {rule[1]}.")
+        names = (self.search_tool_name, self.describe_tool_name, self.call_tool_name)
+        if len(set(names)) < len(names):
+            raise UnusableSettings(f"the meta-tools need three different names, not {', '.join(names)}.")
         if not self.loopback_only and not self.agent_token:
             raise InsecureSettings(
                 f"refusing to listen on {self.host} without an agent token: anyone who can reach it could call "
@@ -100,6 +115,62 @@ class Settings:
 
     def hub_config(self) -> HubConfig:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
+
+
+_ORIGIN = re.compile(r"null|https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9*.-]+)(:([0-9]{1,5}|\*))?")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9*.-]+)(:([0-9]{1,5}|\*))?")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def _listed(item: re.Pattern[str]) -> Callable[[str], bool]:
+    """A comma-separated list (possibly empty) of items that match `item`."""
+    return lambda value: all(item.fullmatch(part.strip()) for part in value.split(",") if part.strip())
+
+
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda value: pattern.fullmatch(value) is not None
+
+
+def _room_tokens(value: str) -> bool:
+    pairs = [pair.partition("=") for pair in value.split(",") if pair.strip()]
+    return all(ROOM_NAME.fullmatch(room.strip()) and sep and token.strip() for room, sep, token in pairs)
+
+
+def _seconds(minimum: float = 0.0, *, inclusive: bool = False) -> tuple[Callable[[float], bool], str]:
+    def within(value: float) -> bool:
+        return math.isfinite(value) and (value >= minimum if inclusive else value > minimum)
+    return within, f"a number of seconds {'of at least' if inclusive else 'over'} {minimum:g}"
+
+
+def _count(minimum: int) -> tuple[Callable[[int], bool], str]:
+    return (lambda value: value >= minimum), f"a whole number of at least {minimum}"
+
+
+_META_TOOL_NAME = (_matches(_TOOL_NAME), "a tool name: 1 to 128 letters, digits, '_', '.' or '-'")
+# What each setting takes, where its type alone does not say; other numbers take _TYPE_RULES.
+RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "host": (bool, "an interface address or name"),
+    "port": ((lambda value: 0 <= value <= 65535), "a port number from 0 to 65535 (0 picks a free one)"),
+    "page_grace": _seconds(inclusive=True),
+    "inline_max": _count(0),
+    "inline_token_budget": _count(0),
+    "max_activated": _count(0),
+    "max_connections": _count(0),
+    "max_message_bytes": _count(1024),
+    "search_tool_name": _META_TOOL_NAME,
+    "describe_tool_name": _META_TOOL_NAME,
+    "call_tool_name": _META_TOOL_NAME,
+    "allowed_origins": (_listed(_ORIGIN), "comma-separated origins such as http://localhost:* or https://app.example "
+                                          "(scheme://host[:port], '*' for any port), or null"),
+    "agent_origins": (_listed(_ORIGIN), "comma-separated origins such as https://inspector.example "
+                                        "(scheme://host[:port], '*' for any port)"),
+    "public_hosts": (_listed(_HOST), "comma-separated host names, each with an optional :port or :*"),
+    "room_tokens": (_room_tokens, "comma-separated room=token pairs (a room name is 1 to 64 letters, digits, '_' "
+                                  "or '-')"),
+    "room": (_matches(ROOM_NAME), "a room name: 1 to 64 letters, digits, '_' or '-'"),
+    "log_level": ((lambda value: value in LOG_LEVELS), f"one of {', '.join(LOG_LEVELS)}"),
+}
+_TYPE_RULES: dict[type, tuple[Callable[[Any], bool], str]] = {float: _seconds(), int: _count(1)}
 
 
 def _has_port(host: str) -> bool:
@@ -120,7 +191,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         if command not in f.metadata.get("commands", (command,)):
             continue
         env = ENV_PREFIX + f.name.upper()
-        default = _convert(f.default, os.environ.get(env, f.default))
+        default = _convert(f.default, os.environ.get(env, f.default), f.name)
         kind: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if isinstance(f.default, bool)
                                 else {"type": type(f.default)})
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=default, **kind,
@@ -130,11 +201,15 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 def from_arguments(namespace: argparse.Namespace, **overrides: Any) -> Settings:
     values = {f.name: getattr(namespace, f.name, f.default) for f in fields(Settings)} | overrides
     # Environment values arrive as strings; argparse only converts the ones given as flags.
-    return Settings(**{f.name: _convert(f.default, values[f.name]) for f in fields(Settings)})
+    return Settings(**{f.name: _convert(f.default, values[f.name], f.name) for f in fields(Settings)})
 
 
-def _convert(default: Any, value: Any) -> Any:
+def _convert(default: Any, value: Any, name: str = "") -> Any:
     """A flag's or environment variable's value, as the type of the setting's default."""
     if isinstance(default, bool) and isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
-    return type(default)(value)
+    try:
+        return type(default)(value)
+    except ValueError:
+        kind = "a whole number" if isinstance(default, int) else "a number"
+        raise UnusableSettings(f"{ENV_PREFIX}{name.upper()}={value!r}: --{name.replace('_', '-')} takes {kind}.") from None

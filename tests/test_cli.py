@@ -110,6 +110,39 @@ def test_stdio_refuses_a_bad_room_name():
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(("flags", "named"), [
+    (("--port", "70000"), "--port"), (("--port", "-5"), "--port"), (("--log-level", "verbose"), "--log-level"),
+    (("--call-timeout", "-1"), "--call-timeout"), (("--call-timeout", "0"), "--call-timeout"),
+    (("--inline-max", "-3"), "--inline-max"), (("--max-rooms", "0"), "--max-rooms"),
+    (("--allowed-origins", "example.com"), "--allowed-origins"), (("--room-tokens", "foo"), "--room-tokens"),
+    (("--search-tool-name", "call_tool"), "three different names"),
+])
+@pytest.mark.parametrize("command", ["serve", "stdio"])
+def test_a_setting_that_cannot_work_is_one_line_and_exit_2(command, flags, named):
+    done = run(command, *flags)
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and done.stdout == ""
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2, done.stderr
+
+
+@pytest.mark.parametrize(("name", "value"), [("PORT", "abc"), ("PORT", "99999"), ("CALL_TIMEOUT", "-2"),
+                                             ("LOG_LEVEL", "loud"), ("ALLOWED_ORIGINS", "localhost")])
+def test_an_environment_variable_that_cannot_work_is_one_line_and_exit_2(name, value):
+    done = subprocess.run([*CLI, "serve"], cwd=ROOT, env=_env() | {f"AGUI_BRIDGE_{name}": value}, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+    assert done.returncode == 2, done.stderr
+    assert f"AGUI_BRIDGE_{name}" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_settings_given_in_python_are_checked_the_same_way():
+    from bridge import Bridge, Settings
+    from bridge.config import UnusableSettings
+    for bad in ({"port": 70000}, {"call_timeout": 0.0}, {"allowed_origins": "example.com"}, {"max_rooms": 0}):
+        with pytest.raises(UnusableSettings, match="--" + next(iter(bad)).replace("_", "-")):
+            Bridge(Settings(**bad))
+
+
 def test_room_is_a_stdio_flag_only():
     serve_help, stdio_help = run("serve", "--help"), run("stdio", "--help")
     assert serve_help.returncode == stdio_help.returncode == 0
