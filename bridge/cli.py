@@ -7,8 +7,9 @@ import asyncio
 import logging
 import logging.config
 import sys
+from pathlib import Path
 
-from bridge import __version__
+from bridge import __version__, client_config
 from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
 from bridge.server import PortInUse, RunningServer, log_config, serve, serve_stdio
 
@@ -21,6 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     except UnusableSettings as exc:  # from a flag or an environment variable: one line, no traceback
         print(f"agui-mcp-bridge: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+    if args.command == "config":
+        _configure_client(args, settings)
+        return
     logging.config.dictConfig(log_config(settings.log_json))
     logging.getLogger().setLevel(settings.log_level.upper())
     try:
@@ -45,10 +49,34 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     for name, help_text in (("serve", "serve pages and MCP (Streamable HTTP at /mcp) over HTTP"),
                             ("stdio", "serve MCP on stdin/stdout; pages still connect over HTTP")):
         add_arguments(commands.add_parser(name, help=help_text), name)
+    config = commands.add_parser("config", help="print (or --write) the entry an MCP client needs to start this "
+                                                 "bridge over stdio, with this installation's absolute path")
+    config.add_argument("client", choices=client_config.CLIENTS)
+    config.add_argument("--name", default=client_config.DEFAULT_NAME, help="the server's name in the client's config")
+    config.add_argument("--write", action="store_true", help="merge it into the client's config file (a .bak "
+                                                             "of the old file is kept)")
+    config.add_argument("--config-file", type=Path, help="that file, when not where the client keeps it by default")
+    add_arguments(config, "stdio")  # the settings the client's bridge will start with
     args = parser.parse_args(argv)
     settings = from_arguments(args)
     settings.check()
     return args, settings
+
+
+def _configure_client(args: argparse.Namespace, settings: Settings) -> None:
+    entry = client_config.server_entry(args.client, settings)
+    if not args.write:
+        print(client_config.snippet(args.client, args.name, entry))
+        return
+    path = args.config_file or client_config.config_file(args.client)
+    try:
+        backup = client_config.write(path, args.client, args.name, entry)
+    except (UnusableSettings, OSError) as exc:
+        print(f"agui-mcp-bridge: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    kept = f" (the old file is kept as {backup})" if backup else ""
+    print(f"agui-mcp-bridge: wrote server {args.name!r} to {path}{kept}; restart {args.client} to use it.",
+          file=sys.stderr)
 
 
 def _announce(server: RunningServer) -> None:

@@ -203,3 +203,63 @@ def test_accepted_connections_have_tcp_nodelay():
         accepted, _ = listener.accept()
         with accepted:
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+# --- `config`: the entry an MCP client needs --------------------------------------------------------
+
+
+def test_config_prints_the_entry_with_this_installations_absolute_path():
+    done = run("config", "cursor", "--port", "9123", "--room", "r1", "--token", "pagesecret")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout)["mcpServers"]["agui-bridge"]
+    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
+    assert entry["args"][-5:] == ["stdio", "--port", "9123", "--room", "r1"]
+    assert "pagesecret" not in " ".join(entry["args"]) and entry["env"] == {"AGUI_BRIDGE_TOKEN": "pagesecret"}
+    vscode = json.loads(run("config", "vscode").stdout)["servers"]["agui-bridge"]
+    assert vscode["type"] == "stdio" and vscode["args"][-1] == "stdio"
+    claude_code = run("config", "claude-code", "--name", "page").stdout.strip()
+    assert claude_code.startswith("claude mcp add page -- /") and claude_code.endswith(" stdio")
+
+
+def test_config_write_merges_into_the_clients_file_and_keeps_a_backup(tmp_path):
+    path = tmp_path / "claude_desktop_config.json"
+    path.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}))
+    done = run("config", "claude-desktop", "--write", "--config-file", str(path), "--port", "9124")
+    assert done.returncode == 0, done.stderr
+    written = json.loads(path.read_text())
+    assert written["theme"] == "dark" and written["mcpServers"]["other"] == {"command": "x"}
+    assert written["mcpServers"]["agui-bridge"]["args"][-3:] == ["stdio", "--port", "9124"]
+    assert json.loads((tmp_path / "claude_desktop_config.json.bak").read_text())["mcpServers"] == {
+        "other": {"command": "x"}}
+    # A file that is not JSON is left alone, with one clear line.
+    path.write_text("{not json")
+    refused = run("config", "claude-desktop", "--write", "--config-file", str(path))
+    assert refused.returncode == 2 and "not JSON" in refused.stderr and "Traceback" not in refused.stderr
+    assert path.read_text() == "{not json"
+
+
+def test_config_file_locations_follow_each_clients_platform(tmp_path):
+    from bridge.client_config import config_file
+    home = tmp_path
+    assert config_file("claude-desktop", "darwin", home) == \
+        home / "Library/Application Support/Claude/claude_desktop_config.json"
+    assert config_file("claude-desktop", "win32", home, {"APPDATA": "C:/Users/u/AppData/Roaming"}) == \
+        Path("C:/Users/u/AppData/Roaming/Claude/claude_desktop_config.json")
+    assert config_file("cursor", "linux", home) == home / ".cursor/mcp.json"
+    assert config_file("vscode", "linux", home, {}) == home / ".config/Code/User/mcp.json"
+
+
+async def test_the_configured_command_serves_an_agent():
+    from mcp import Client, StdioServerParameters
+    port = _free_port()
+    entry = json.loads(run("config", "cursor", "--port", str(port)).stdout)["mcpServers"]["agui-bridge"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=_env())
+    async with Client(params, mode="legacy") as client, httpx.AsyncClient() as http:
+        assert {t.name for t in (await client.list_tools()).tools} <= {"tool_search", "tool_describe", "call_tool"}
+        assert (await http.get(f"http://127.0.0.1:{port}/api/state")).status_code == 200  # pages connect there
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
