@@ -4,18 +4,26 @@
 `stem` folds plural and verb endings, `terms` gives the BM25 terms of a text (each word's
 stem, and its 4-letter truncation for words of four letters or more). `words` and `terms`
 cut at white space first and memoise each piece, which is what keeps indexing cheap.
+
+Chinese, Japanese, Korean and Thai are written without spaces between words (Korean puts
+them between phrases, with particles glued on), so a run of their letters is one "word"
+whose terms are its overlapping character bigrams, as Lucene's CJK analyzer makes them, and
+its characters: "确认转账" is 确认 认转 转账 确 认 转 账, and meets "请用户确认" at 确认 (a run of
+Thai: the bigrams of its character clusters). Latin words in the same text keep the English
+treatment. Text that is not ASCII is NFKC-normalised first ("ＧｉｔＨｕｂ" is "GitHub",
+half-width "ｶﾅ" is "カナ").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import chain
 
-__all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "compact", "letter_trigrams", "distinct_trigrams",
-           "query_terms", "QUERY_STOP_WORDS",
-           "MIN_STEM"]
+__all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
+           "distinct_trigrams", "query_terms", "QUERY_STOP_WORDS", "MIN_STEM"]
 
 # A word: an optionally capitalised run of lower-case letters and digits, or a capital run
 # that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
@@ -24,6 +32,32 @@ __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "c
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _WORD = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}])")
 _LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
+# Letters of the scripts written without spaces. Han, kana and Hangul in one class: Japanese
+# mixes the first three in a word ("予定を追加"). Ideographic punctuation (、。「」・) is not in
+# it and separates runs, as other punctuation does.
+_CJK = ("\u1100-\u11ff"  # Hangul jamo
+        "\u3005-\u3007"  # 々 〆 〇
+        "\u3041-\u3096\u3099-\u309f"  # hiragana
+        "\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"  # katakana, ー
+        "\u3131-\u318e"  # Hangul compatibility jamo
+        "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
+        "\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff")  # Hangul syllables
+# Thai letters with their vowel and tone marks (which are not \w: without them a word would
+# break at every mark).
+_THAI = "\u0e01-\u0e3a\u0e40-\u0e4e"
+_SPACELESS = _CJK + _THAI
+# What _WORD and _LETTERS_AND_DIGITS find in text that is not ASCII: a word of the scripts
+# written with spaces, or a run of one of those. ASCII text, which holds none of them, keeps
+# the shorter patterns (which run faster).
+_WORD_ANY = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}{_SPACELESS}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}{_SPACELESS}])"
+                       rf"|[{_CJK}]+|[{_THAI}]+")
+_LETTERS_AND_DIGITS_ANY = re.compile(rf"[^\W_{_SPACELESS}]+|[{_CJK}]+|[{_THAI}]+")
+_IS_CJK = re.compile(f"[{_CJK}]")
+_IS_THAI = re.compile(f"[{_THAI}]")
+_IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
+# A Thai character cluster: leading vowels (เ แ โ ใ ไ), a letter, the marks above and below
+# it; or a stray mark alone.
+_THAI_CLUSTER = re.compile("[\u0e40-\u0e44]*[^\u0e31\u0e34-\u0e3a\u0e47-\u0e4e][\u0e31\u0e34-\u0e3a\u0e47-\u0e4e]*|.")
 MIN_STEM = 3
 _VOWEL = re.compile(r"[aeiouy]")
 # Besides its stem, each word of four letters or more is indexed by its first four letters,
@@ -32,8 +66,17 @@ _TRUNCATE = 4
 
 
 def split_words(text: str) -> list[str]:
-    """Lower-case words of `text`, split on anything but letters/digits and on camelCase."""
-    return [word.lower() for word in _WORD.findall(text)]
+    """Lower-case words of `text`, split on anything but letters/digits and on camelCase;
+    a run of Han, kana, Hangul or Thai is one word, apart from the Latin words around it."""
+    if text.isascii():
+        return [word.lower() for word in _WORD.findall(text)]
+    return [word.lower() for word in _WORD_ANY.findall(unicodedata.normalize("NFKC", text))]
+
+
+def _kept(word: str) -> bool:
+    """Whether a word is indexed: one-letter words are not, but a lone Han character (or
+    kana, or Hangul syllable) is a word."""
+    return len(word) > 1 or _IS_CJK.match(word) is not None
 
 
 @lru_cache(maxsize=1 << 16)
@@ -89,33 +132,61 @@ please kindly thanks thank hello hi hey would could might may must shall
 
 def tokenize(text: str) -> list[str]:
     """The words of `text` as the index sees them: split, lower-case, stemmed, one-letter
-    words dropped."""
-    return [stem(word) for word in split_words(text) if len(word) > 1]
+    words dropped (see _kept)."""
+    return [stem(word) for word in split_words(text) if _kept(word)]
 
 
 @lru_cache(maxsize=1 << 16)
 def word_terms(word: str) -> tuple[str, ...]:
-    """The BM25 terms of one lower-case word: its stem, and its truncation if it has one."""
+    """The BM25 terms of one lower-case word: its stem, and its truncation if it has one;
+    for a run of Han, kana, Hangul or Thai, its character n-grams (see _spaceless_terms)."""
+    if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (Thai and CJK are from U+0E01 on)
+        return found
     if len(word) < _TRUNCATE:
         return (stem(word),)
     return (stem(word), word[:_TRUNCATE] + "*")
 
 
+def _spaceless_terms(word: str) -> tuple[str, ...]:
+    """The terms of a run of Han, kana or Hangul: its bigrams, then its characters (a Han
+    character is often a word itself: "雨" of "下雨" and "降雨", "日" of "日语" and "日文");
+    of a run of Thai: the bigrams of its character clusters (a letter with its marks is
+    not a word, as a Latin letter is not). () for any other word."""
+    if _IS_CJK.match(word):
+        return bigrams(word) + tuple(word) if len(word) > 1 else (word,)
+    if _IS_THAI.match(word):
+        return bigrams(_THAI_CLUSTER.findall(word))
+    return ()
+
+
+def bigrams(characters: Sequence[str]) -> tuple[str, ...]:
+    """Each character with the next, overlapping: "天气预报" -> 天气 气预 预报. Who reads
+    Chinese knows which two make a word; the index need not: the wrong pairs (气预) are
+    rare and cost little, the right ones are there. One character alone is itself."""
+    if len(characters) < 2:
+        return ("".join(characters),)
+    return tuple(first + second for first, second in zip(characters, characters[1:]))
+
+
 def compact(text: str) -> str:
     """"user_confirm", "userConfirm" and "User Confirm" all become "userconfirm"."""
-    return "".join(_LETTERS_AND_DIGITS.findall(text)).lower()
+    return "".join(letters_and_digits(text)).lower()
 
 
 def letters_and_digits(text: str) -> list[str]:
-    """The runs of letters and digits in `text`, as written."""
-    return _LETTERS_AND_DIGITS.findall(text)
+    """The runs of letters and digits in `text`, as written (NFKC), a run of Han, kana,
+    Hangul or Thai apart from the letters around it."""
+    if text.isascii():
+        return _LETTERS_AND_DIGITS.findall(text)
+    return _LETTERS_AND_DIGITS_ANY.findall(unicodedata.normalize("NFKC", text))
 
 
 @lru_cache(maxsize=1 << 16)
 def letter_trigrams(term: str) -> tuple[str, ...]:
     """The letter trigrams of a stem padded with a space each side: "creat" -> " cr", "cre",
-    "rea", "eat", "at "; none for a truncation ("crea*"), which its stem already covers."""
-    if term.endswith("*"):
+    "rea", "eat", "at "; none for a truncation ("crea*"), which its stem already covers, nor
+    for a term of Han, kana, Hangul or Thai, a character n-gram already."""
+    if term.endswith("*") or term[:1] >= "\u0e01" and _IS_SPACELESS.match(term):
         return ()
     padded = f" {term} "
     return tuple(padded[start:start + 3] for start in range(len(term)))
@@ -145,7 +216,7 @@ class _PerPiece(dict[str, tuple[str, ...]]):
     def __missing__(self, piece: str) -> tuple[str, ...]:
         if len(self) >= _PIECES_REMEMBERED:
             self.clear()
-        found = self[piece] = self._derive([word for word in split_words(piece) if len(word) > 1])
+        found = self[piece] = self._derive([word for word in split_words(piece) if _kept(word)])
         return found
 
 

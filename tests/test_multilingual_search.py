@@ -1,0 +1,215 @@
+"""Tool search in Chinese, Japanese, Korean and Thai, and in text mixing them with English.
+
+The catalog is bench/data/multilingual_tools.json (bench/search_quality.py --multilingual
+scores all of its requests); these tests pin a few of them, the tokenizer rules behind them,
+and one search through a real bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from bridge.search import IndexedTool, SearchHit, ToolIndex
+from bridge.tokenizer import compact, letter_trigrams, query_terms, split_words, terms, words
+from support import page, running_bridge, tool
+
+CATALOG = Path(__file__).resolve().parent.parent / "bench" / "data" / "multilingual_tools.json"
+ENTRIES = json.loads(CATALOG.read_text())["tools"]
+
+
+def indexed(entry: dict) -> IndexedTool:
+    properties = {name: {"type": "string", "description": about} for name, about in entry.get("parameters", {}).items()}
+    return IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
+                       input_schema={"type": "object", "properties": properties})
+
+
+@pytest.fixture(scope="module")
+def catalog() -> ToolIndex:
+    return ToolIndex(map(indexed, ENTRIES))
+
+
+def keys(hits: list[SearchHit]) -> list[str]:
+    return [hit.key for hit in hits]
+
+
+# --- the issue's cases -----------------------------------------------------------------------
+
+
+def test_a_chinese_word_inside_a_description_finds_the_tool() -> None:
+    index = ToolIndex([
+        IndexedTool("confirm", "confirm", "在执行转账之前请用户确认"),
+        IndexedTool("weather", "weather", "查询城市的天气预报"),
+        IndexedTool("notes", "notes", "保存一条笔记"),
+    ])
+    assert keys(index.search("确认转账")) == ["confirm"]
+    assert keys(index.search("天气")) == ["weather"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("确认转账", "confirm_transfer"),
+    ("天气", "get_weather_forecast"),
+    ("上海这周天气怎么样", "get_weather_forecast"),
+    ("明天北京会下雨吗", "get_weather_forecast"),  # "下雨" meets "降雨" at 雨
+    ("把这段话翻译成英文", "translate_text"),
+    ("我的包裹到哪了", "track_package"),
+])
+def test_chinese_requests(catalog: ToolIndex, query: str, expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("明日の東京の天気は？", "get_weather_jp"),
+    ("予定を追加", "add_calendar_event_jp"),
+    ("この文を英語に訳して", "translate_jp"),
+    ("ﾘﾏｲﾝﾀﾞｰ", "set_reminder"),  # half-width katakana, NFKC makes it リマインダー
+])
+def test_japanese_requests(catalog: ToolIndex, query: str, expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("잔액 조회", "check_balance"),  # the description says "잔액을 조회합니다": particles and endings glued on
+    ("주소를 입력란에 채워줘", "fill_form_kr"),
+    ("이 문장을 영어로 번역해줘", "translate_kr"),
+    ("카톡 보내기", "send_kakaotalk"),  # short for "카카오톡으로 ... 보냅니다": 카, 톡, 보 in common
+])
+def test_korean_requests(catalog: ToolIndex, query: str, expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("พรุ่งนี้กรุงเทพฝนจะตกไหม", "get_weather_th"),  # "will it rain in Bangkok tomorrow?"
+    ("แปลภาษา", "translate_th"),
+    ("หาที่พักที่เชียงใหม่ช่วงสุดสัปดาห์", "book_hotel_th"),
+])
+def test_thai_requests(catalog: ToolIndex, query: str, expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("用GitHub创建issue", "create_issue"),  # no spaces: the Latin words are cut out all the same
+    ("新建一个GitHub issue", "create_issue"),  # 新建 and 创建 share 建
+    ("把GitHub的issue关了", "close_issue"),
+    ("在ＧｉｔＨｕｂ上搜代码", "search_code"),  # full-width Latin
+])
+def test_mixed_language_requests(query: str, expected: str) -> None:
+    # The English words are in every tool but one: the Chinese ones decide.
+    index = ToolIndex([
+        IndexedTool("create_issue", "create_issue", "在 GitHub 仓库中创建 issue，填写标题、描述和标签"),
+        IndexedTool("close_issue", "close_issue", "关闭 GitHub 上已经解决的 issue，并写一条评论说明原因"),
+        IndexedTool("search_code", "search_code", "在 GitHub 中搜索代码和 issue"),
+        IndexedTool("notes", "notes", "保存一条笔记"),
+    ])
+    assert keys(index.search(query))[0] == expected
+
+
+def test_most_requests_of_the_catalog_find_their_tool_in_the_top_five(catalog: ToolIndex) -> None:
+    # All of the catalog's Chinese, Japanese and Korean requests, as bench/search_quality.py
+    # counts them; some ask with words no description has ("雾霾", "치킨"), so not all.
+    ranks = []
+    for entry in ENTRIES:
+        if entry["lang"] in ("zh", "ja", "ko"):
+            for query in entry["queries"]:
+                found = keys(catalog.search(query, limit=10))
+                ranks.append(found.index(entry["name"]) + 1 if entry["name"] in found else math.inf)
+    assert len(ranks) > 100
+    assert sum(rank <= 5 for rank in ranks) / len(ranks) >= 0.8
+
+
+# --- the tokenizer ---------------------------------------------------------------------------
+
+
+def test_a_han_run_is_one_word_and_its_terms_are_bigrams_and_characters() -> None:
+    assert split_words("向用户确认转账") == ["向用户确认转账"]
+    assert terms("确认转账") == ["确认", "认转", "转账", "确", "认", "转", "账"]
+    assert terms("用") == ["用"]  # a lone character is a word: no bigram, and not left out
+
+
+def test_latin_words_in_cjk_text_keep_the_english_treatment() -> None:
+    assert split_words("用GitHub创建issue") == ["用", "git", "hub", "创建", "issue"]
+    assert terms("用 GitHub 创建 issues") == ["用", "git", "hub", "创建", "创", "建", "issu", "issu*"]
+    assert split_words("HTTPServer确认") == ["http", "server", "确认"]
+
+
+def test_full_width_and_half_width_forms_are_normalised() -> None:
+    assert split_words("ＧｉｔＨｕｂ") == split_words("GitHub") == ["git", "hub"]
+    assert compact("ＧｉｔＨｕｂ") == "github"
+    assert split_words("ｶﾚﾝﾀﾞｰ") == ["カレンダー"]
+    index = ToolIndex([IndexedTool("GitHub", "GitHub", "Repositories"), IndexedTool("gitlab", "gitlab", "Hub of code")])
+    assert keys(index.search("ＧｉｔＨｕｂ"))[0] == "GitHub"  # the exact name, whatever its width
+
+
+def test_hangul_bigrams_meet_words_with_particles() -> None:
+    assert set(terms("날씨")) <= set(terms("날씨를"))
+    index = ToolIndex([IndexedTool("weather", "weather", "오늘의 날씨를 알려 줍니다"),
+                       IndexedTool("notes", "notes", "메모를 저장합니다")])
+    assert keys(index.search("날씨")) == ["weather"]
+
+
+def test_thai_words_keep_their_vowel_and_tone_marks() -> None:
+    # The marks are not \w: they used to cut "ที่อยู่" (address) into ท and อย.
+    assert split_words("ที่อยู่ สภาพอากาศ") == ["ที่อยู่", "สภาพอากาศ"]
+    # Bigrams of clusters (a letter with its marks), so every term starts on a letter.
+    assert terms("ที่อยู่") == ["ที่อ", "อยู่"]
+    assert set(terms("อากาศ")) <= set(terms("พยากรณ์อากาศ"))
+
+
+@pytest.mark.parametrize("text", [
+    "用 GitHub 创建 issue", "ＧｉｔＨｕｂ　で　issue を作る", "확인 후 이체합니다", "ที่อยู่ ของ ฉัน", "天 气", "ｶﾚﾝﾀﾞｰ に 追加",
+])
+def test_pieces_between_white_space_give_the_words_of_the_whole_text(text: str) -> None:
+    # The index splits at white space first and looks each piece up (NFKC applied per piece).
+    whole = [word for word in split_words(text) if len(word) > 1 or not word.isascii()]
+    assert words(text) == whole
+
+
+def test_english_text_gives_the_terms_it_gave() -> None:
+    # Unchanged by the rules above (bench/search_quality.py: every MetaTool figure the same).
+    assert terms("getWeatherForecast: Creates invoices for customers (HTTPServer, s3)") == [
+        "get", "weather", "weat*", "forecast", "fore*", "creat", "crea*", "invoic", "invo*", "for", "customer",
+        "cust*", "http", "http*", "server", "serv*", "s3"]
+    assert query_terms("Could you please send an email to my boss?") == ["send", "send*", "email", "emai*", "boss",
+                                                                         "boss*"]
+
+
+# --- the query path --------------------------------------------------------------------------
+
+
+def test_cjk_terms_have_no_letter_trigrams() -> None:
+    # The rerank's trigrams say "near in spelling" for Latin words; a CJK or Thai term is a
+    # character n-gram already.
+    assert letter_trigrams("天气") == letter_trigrams("天") == letter_trigrams("날씨") == ()
+    assert letter_trigrams("creat") == (" cr", "cre", "rea", "eat", "at ")
+
+
+def test_english_stop_words_leave_a_mixed_request(catalog: ToolIndex) -> None:
+    assert query_terms("please 确认转账") == query_terms("确认转账")
+    assert keys(catalog.search("please 确认转账"))[0] == "confirm_transfer"
+
+
+def test_a_character_finds_the_tools_that_hold_it_and_no_other(catalog: ToolIndex) -> None:
+    assert keys(catalog.search("雨", limit=10)) == ["get_weather_forecast"]  # its "降雨概率"
+    assert keys(catalog.search("길", limit=10)) == ["map_directions"]  # its "길찾기"
+    # Characters no tool has, or punctuation only: nothing, and no substring fallback to names.
+    assert catalog.search("龘靐") == []
+    assert catalog.search("、。「」") == []
+
+
+# --- through a real bridge -------------------------------------------------------------------
+
+
+async def test_an_agent_finds_a_chinese_tool_with_a_chinese_query() -> None:
+    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
+    chinese = [tool(entry["name"], entry["description"]) for entry in ENTRIES if entry["lang"] == "zh"]
+    async with running_bridge(inline_max=5) as b, page(b, *filler, *chinese), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        assert "confirm_transfer" not in [t.name for t in (await client.list_tools()).tools]  # deferred
+        result = await client.call_tool("tool_search", {"query": "确认转账"})
+        assert result.structured_content["matches"][0]["name"] == "confirm_transfer"
+        result = await client.call_tool("tool_search", {"query": "天气"})
+        assert result.structured_content["matches"][0]["name"] == "get_weather_forecast"
