@@ -1,6 +1,7 @@
 """Tool-search quality on MetaTool: the bridge's ToolIndex against plain rank-bm25.
 
     python bench/search_quality.py --dataset ../shared/datasets/metatool [--limit N]
+    python bench/search_quality.py --multilingual   # the multilingual table only
 
 Single-tool rows (all_clean_data.csv): R@1, R@5, R@10, nDCG@10, MRR@10. Multi-tool rows
 (multi_tool_query_golden.json): R@5 = share of a request's gold tools in the top 5. Name
@@ -10,6 +11,8 @@ answers through the call the bridge makes, search(query, limit=10), so a ToolInd
 shortened by AutoCut counts as it is. The ablation adds the pipeline one step at a time,
 then AutoCut variants are compared. --split dev|test scores one half of the rows (split by
 a hash of the query), so parameters can be chosen on one half and checked on the other.
+The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese, Korean, Thai
+and a few English tools, with requests in those languages and mixed) follows.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rank_bm25 import BM25Okapi
 
@@ -31,6 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 import bridge.search as search_module  # noqa: E402
+import bridge.tokenizer as tokenizer_module  # noqa: E402
 from bridge.search import IndexedTool, ToolIndex  # noqa: E402
 from bridge.tokenizer import split_words, terms, tokenize  # noqa: E402
 
@@ -62,10 +67,12 @@ def in_split(query: str, split: str | None) -> bool:
 # --- systems -------------------------------------------------------------------------------
 
 
-def rank_bm25_search(tools: dict[str, str], tokenizer: Callable[[str], list[str]]) -> Search:
-    """rank_bm25's BM25Okapi with its default parameters over "name words + description"."""
+def rank_bm25_search(tools: dict[str, str], tokenizer: Callable[[str], list[str]], name_words: bool = True) -> Search:
+    """rank_bm25's BM25Okapi with its default parameters over "name words + description"
+    (over the text alone without `name_words`)."""
     names = list(tools)
-    bm25 = BM25Okapi([tokenizer(f"{' '.join(split_words(name))} {tools[name]}") for name in names])
+    bm25 = BM25Okapi([tokenizer(f"{' '.join(split_words(name))} {tools[name]}" if name_words else tools[name])
+                      for name in names])
 
     def search(query: str, limit: int) -> list[str]:
         scores = bm25.get_scores(tokenizer(query))
@@ -312,6 +319,108 @@ def autocut_variants(tools: dict[str, str], single: list[tuple[str, str]], multi
               f"{scores['hits']:>6.2f} {name_hits:>9.2f}")
 
 
+# --- multilingual ---------------------------------------------------------------------------
+
+MULTILINGUAL = REPO_ROOT / "bench" / "data" / "multilingual_tools.json"
+_SPACELESS = re.compile("[\u0e01-\u0e4e\u1100-\u11ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff66-\uff9f]")
+_LATIN = re.compile("[A-Za-z\uff21-\uff3a\uff41-\uff5a]")
+
+
+def load_multilingual(path: Path = MULTILINGUAL) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
+    """The catalog's tools, and its requests as (query, gold tool, groups): the tool's language
+    ("zh", "ja", "ko", "th", "en"), "CJK" for the first three, "mixed" for a request written in
+    Latin letters and one of those scripts."""
+    catalog = json.loads(path.read_text())["tools"]
+    tools = [IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
+                         input_schema=_schema(entry.get("parameters", {}))) for entry in catalog]
+    rows = []
+    for entry in catalog:
+        for query in entry["queries"]:
+            groups = {entry["lang"], "all"}
+            if entry["lang"] in ("zh", "ja", "ko"):
+                groups.add("CJK")
+            if _SPACELESS.search(query) and _LATIN.search(query):
+                groups.add("mixed")
+            rows.append((query, entry["name"], groups))
+    return tools, rows
+
+
+def _schema(parameters: dict[str, str]) -> dict:
+    properties = {name: {"type": "string", "description": about} for name, about in parameters.items()}
+    return {"type": "object", "properties": properties}
+
+
+def tool_text(tool: IndexedTool) -> str:
+    """What rank_bm25 reads of a tool: the text the bridge indexes, all of it once."""
+    properties = (tool.input_schema or {}).get("properties", {})
+    parameters = [f"{name} {schema['description']}" for name, schema in properties.items()]
+    return " ".join([" ".join(split_words(tool.name)), tool.app or "", tool.description, *parameters])
+
+
+MULTILINGUAL_GROUPS = ["zh", "ja", "ko", "th", "en", "mixed", "CJK", "all"]
+
+
+def multilingual_table(path: Path = MULTILINGUAL) -> None:
+    """R@1 / R@5 per language on the multilingual catalog: rank_bm25 over plain \\w+ words
+    (a CJK run is one word), over the bridge's terms, and the bridge's lexical ToolIndex."""
+    tools, rows = load_multilingual(path)
+    texts = {tool.key: tool_text(tool) for tool in tools}
+    systems: list[tuple[str, Callable[[], Search]]] = [
+        ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words, name_words=False)),
+        ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms, name_words=False)),
+        ("ToolIndex, CJK bigrams only", lambda: _bigrams_only(lambda: _indexed_search(tools))),
+        ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
+    ]
+    counts = {group: sum(group in groups for _, _, groups in rows) for group in MULTILINGUAL_GROUPS}
+    print()
+    print(f"Multilingual catalog: {len(tools)} tools, {len(rows)} requests ("
+          + ", ".join(f"{group} {count}" for group, count in counts.items() if group != "all") + ")")
+    header = f"{'R@1 / R@5':<30} " + " ".join(f"{group:>11}" for group in MULTILINGUAL_GROUPS)
+    print(header)
+    print("-" * len(header))
+    for label, build in systems:
+        search = build()
+        found = {query: list(search(query, TOP)) for query, _, _ in rows}
+        cells = []
+        for group in MULTILINGUAL_GROUPS:
+            ranks = [found[query].index(gold) + 1 if gold in found[query] else math.inf
+                     for query, gold, groups in rows if group in groups]
+            at_1, at_5 = (sum(rank <= top for rank in ranks) / len(ranks) for top in (1, 5))
+            cells.append(f"{at_1:.2f} / {at_5:.2f}")
+        print(f"{label:<30} " + " ".join(f"{cell:>11}" for cell in cells))
+
+
+def _indexed_search(tools: list[IndexedTool]) -> Search:
+    index = ToolIndex(tools)
+    return lambda query, limit: [hit.key for hit in index.search(query, limit)]
+
+
+def _bigrams_only(build: Callable[[], Search]) -> Search:
+    """A search whose tools and queries get the bigrams of a Han, kana or Hangul run but not
+    its characters (Lucene's CJK analyzer), set around each call (the terms are memoised)."""
+    def bigrams_only(word: str) -> tuple[str, ...]:
+        found = saved(word)
+        return found[:max(1, len(word) - 1)] if tokenizer_module._IS_CJK.match(word) else found
+
+    def swapped(run: Callable[[], Any]) -> Any:
+        tokenizer_module._spaceless_terms = bigrams_only
+        _forget_terms()
+        try:
+            return run()
+        finally:
+            tokenizer_module._spaceless_terms = saved
+            _forget_terms()
+
+    saved = tokenizer_module._spaceless_terms
+    search = swapped(build)
+    return lambda query, limit: swapped(lambda: search(query, limit))
+
+
+def _forget_terms() -> None:
+    tokenizer_module.word_terms.cache_clear()
+    tokenizer_module._TERMS_IN.clear()
+
+
 # --- report --------------------------------------------------------------------------------
 
 COLUMNS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR@10", "multi R@5", "name R@1", "frag R@1", "hits"]
@@ -330,7 +439,11 @@ def main() -> None:
                         help="lexical weights of the fusion to compare")
     parser.add_argument("--name-shares", type=float, nargs="+", default=[0.0, 0.2, 0.3, 0.5],
                         help="shares of the name's similarity (NAME_SHARE) to compare")
+    parser.add_argument("--multilingual", action="store_true", help="the multilingual table only (no MetaTool)")
     args = parser.parse_args()
+    if args.multilingual:
+        multilingual_table()
+        return
 
     dataset = args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset
     tools, single, multi = load(dataset)
@@ -376,6 +489,7 @@ def main() -> None:
           + " ".join(f"{ours[c] / base[c] if base[c] else float('inf'):>{w}.2f}" for c, w in zip(COLUMNS, widths)))
     if not args.no_ablation:
         autocut_variants(tools, single, multi, by_name)
+    multilingual_table()
     if args.model or args.model_path:
         import time
 
