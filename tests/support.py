@@ -192,3 +192,23 @@ async def eventually(predicate, timeout: float = TIMEOUT, interval: float = 0.02
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(interval)
+
+
+class PortOnly:
+    """Enough of a RunningBridge for `Page`: where the page endpoints are."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}/agui/ws"
+
+
+async def wait_for_http(url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(200):
+            try:
+                if (await http.get(url + "/api/state")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)
+    raise AssertionError("the stdio bridge never served pages")

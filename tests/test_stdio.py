@@ -6,31 +6,10 @@ import asyncio
 import json
 import sys
 
-import httpx
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
-from support import Page, eventually, free_port, tool
-
-
-class PortOnly:
-    """Enough of a RunningBridge for `Page`: where the page endpoints are."""
-
-    def __init__(self, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        self.ws_url = f"ws://127.0.0.1:{port}/agui/ws"
-
-
-async def wait_for_http(url: str) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(200):
-            try:
-                if (await http.get(url + "/api/state")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
-    raise AssertionError("the stdio bridge never served pages")
+from support import Page, PortOnly, eventually, free_port, tool, wait_for_http
 
 
 def stdio_command(port: int) -> list[str]:
