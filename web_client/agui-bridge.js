@@ -2,14 +2,15 @@
  * agui-bridge.js — the browser client of agui-mcp-bridge: one URL to import, no build step, no
  * dependencies. It re-exports the public API of the modules beside it:
  *
- *   connection.js  connect(), AguiBridge — the connection, reconnection, session resume (also
- *                  across a reload), tool registration, invocations
+ *   connection.js  connect(), AguiBridge — the page's side of the protocol: session resume (also
+ *                  across a reload), tool registration (registrations.js), invocations (calls.js),
+ *                  over its transport (transport.js: socket, event stream, retries, pagehide)
  *   dialogs.js     confirmDialog(), promptDialog(), chooseDialog(), registerUserTools()
  *   webmcp.js      bridgeWebMCP() — serve the tools of `document.modelContext` (W3C WebMCP)
  *   errors.js      AguiBridgeError, errorMessage()
  *
  *   import { connect, registerUserTools } from "http://127.0.0.1:8765/client/agui-bridge.js";
- *   const bridge = await connect({ room: "default" });
+ *   const bridge = await connect({ room: "default" });   // waits for a bridge that is not up yet
  *   await bridge.registerTool(
  *     { name: "read_cart", description: "The items in the cart.", inputSchema: { type: "object" } },
  *     async (params, { signal, progress }) => ({ items: cart.items }),

@@ -82,11 +82,19 @@ export interface ConnectOptions {
   url?: string | URL;
   /** Default "default"; 1–64 of `A-Z a-z 0-9 _ -`. */
   room?: string;
-  /** Needed when the bridge runs with `--token`. */
+  /**
+   * The page token, needed when the bridge runs with `--token` (or `--room-tokens` for this room):
+   * the value the bridge was started with. Sent in `agui.hello`, never in a URL. A wrong or missing
+   * token rejects `start()`/`connect()` with an AguiBridgeError `unauthorized`, and is never retried.
+   */
   token?: string | null;
   /** How the page presents itself; default `{url: location.href, title: document.title}`. */
   page?: { url?: string | null; title?: string | null } | null;
-  /** First reconnection delay in ms (default 250); doubles per failed attempt, with jitter. */
+  /**
+   * First reconnection delay in ms (default 250); doubles per failed attempt, with jitter (each delay
+   * is between half and all of it). The first connection is retried as any other: a page may be
+   * open before the bridge starts.
+   */
   reconnectDelay?: number;
   /** Longest reconnection delay in ms (default 10000). */
   maxReconnectDelay?: number;
@@ -132,7 +140,10 @@ export interface ActiveCall {
   startedAt: number;
 }
 
-/** An `agui.error` frame from the bridge, or a client-side problem (`bad_frame`, `bad_event`, `events_failed`, `send_failed`, `replaced`, `webmcp`). */
+/**
+ * An `agui.error` frame from the bridge, or a client-side problem (`unreachable`: once an outage, while
+ * it tries again; `bad_frame`, `bad_event`, `events_failed`, `send_failed`, `replaced`, `webmcp`).
+ */
 export interface BridgeErrorDetail {
   code: string;
   message: string;
@@ -174,14 +185,23 @@ export declare class AguiBridge extends EventTarget {
   readonly tools: RegisteredTool[];
   readonly activeCalls: ActiveCall[];
 
-  /** Connect; resolves once welcomed with the event stream open. Rejects when the first attempt fails. */
+  /**
+   * Connect; resolves once welcomed with the event stream open, however long the bridge takes to be
+   * reachable (the state goes `connecting` → `reconnecting` meanwhile, trying again with backoff).
+   * Rejects with an AguiBridgeError when the bridge refuses the page for a reason retrying cannot
+   * fix (`code`: `forbidden_origin`, `unauthorized`, `too_many_attempts`, `bad_room`, `bad_message`;
+   * `detail` is the bridge's `agui.error`, with `retry_after` for `too_many_attempts`), or with
+   * `closed` when `disconnect()` is called first (the way to give up waiting).
+   * Tools may be registered before: they are sent once the bridge welcomes the page.
+   */
   start(): Promise<AguiBridge>;
 
   /**
    * Register (or replace) a tool; resolves to the MCP name the bridge gave it. Rejects with an
    * AguiBridgeError (`invalid_tool`) when the bridge refuses the definition, with an AbortError when
-   * `signal` aborts first, and with a TypeError for a definition without a valid name.
-   * Tools are registered again, automatically, after every reconnection.
+   * `signal` aborts first, with a TypeError for a definition without a valid name, and with the
+   * refusal `start()` rejects with (or `closed` after `disconnect()`) when the page never gets in.
+   * May be called before `start()`. Tools are registered again, automatically, after every reconnection.
    */
   registerTool<P = Record<string, any>>(definition: ToolDefinition, handler: ToolHandler<P>, options?: RegisterOptions): Promise<string>;
 
@@ -204,5 +224,9 @@ export declare class AguiBridge extends EventTarget {
     options?: boolean | EventListenerOptions): void;
 }
 
-/** Connect a page to the bridge (`new AguiBridge(options).start()`). */
+/**
+ * Connect a page to the bridge (`new AguiBridge(options).start()`): resolves once connected, waiting
+ * for a bridge that is not up yet; rejects only on a refusal retrying cannot fix (see `start()`).
+ * To show the state while it waits, use `new AguiBridge(options)`, listen to `statechange`, then `start()`.
+ */
 export declare function connect(options?: ConnectOptions): Promise<AguiBridge>;

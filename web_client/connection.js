@@ -194,6 +194,9 @@ export class AguiBridge extends EventTarget {
 
   start() {
     if (!this._started) {
+      if (this.state === "closed") {
+        return Promise.reject(new AguiBridgeError("The bridge connection is closed.", { code: "closed" }));
+      }
       this._started = new Promise((resolve, reject) => {
         this._firstConnect = { resolve, reject };
       });
@@ -325,7 +328,7 @@ export class AguiBridge extends EventTarget {
     if (state === "open") this._settleFirstConnect();
     if (state === "closed") {
       this._settleFirstConnect(this._transport.failure ??
-        new AguiBridgeError("disconnect() was called before the bridge answered.", { code: "closed" }));
+        new AguiBridgeError("The connection was closed before the bridge welcomed the page.", { code: "closed" }));
     }
   }
 
@@ -333,7 +336,7 @@ export class AguiBridge extends EventTarget {
   _closing(failure) {
     this._endReregistration(false);
     this._calls.abortAll(failure?.message ?? "The page disconnected from the bridge.");
-    if (!failure) this._registrations.close(new AguiBridgeError("The bridge connection was closed.", { code: "closed" }));
+    this._registrations.close(failure ?? new AguiBridgeError("The bridge connection was closed.", { code: "closed" }));
   }
 
   /** @param {boolean} leaving */

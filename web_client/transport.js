@@ -9,12 +9,12 @@
 import { AguiBridgeError, errorMessage } from "./errors.js";
 
 export const CLOSE_NORMAL = 1000; // disconnect(): the bridge drops the page at once
-const CLOSE_POLICY = 1008; // forbidden origin: retrying cannot help
+const CLOSE_POLICY = 1008; // a refusal: forbidden origin, or a token refused
 const CLOSE_REPLACED = 4000; // a newer socket of this session took over
 const CLOSE_PAGE_HIDDEN = 4001; // pagehide: reloading or leaving; the bridge keeps the session for its grace period
-const CLOSE_NO_WELCOME = 4002; // the bridge did not answer the hello in time
+const CLOSE_NO_WELCOME = 4002; // the bridge did not welcome the hello: try again later
 
-/** Errors the bridge answers a hello with; retrying with the same settings cannot help. */
+/** Refusals of a hello that trying again with the same settings cannot fix. */
 const FATAL_HELLO_CODES = new Set(["unauthorized", "bad_room", "forbidden_origin", "bad_message"]);
 
 /** @param {string} base  the bridge's base URL */
@@ -59,6 +59,9 @@ export class Transport {
     this._attempt = 0;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this._retryTimer = undefined;
+    this._notBefore = 0; // Date.now() before which no attempt is made (the bridge's retry_after)
+    this._welcomedOnce = false;
+    this._unreachableTold = false; // one `unreachable` error an outage, not one an attempt
     this._stopped = false; // closed for good (disconnect() or a refusal)
     this._suspended = false; // hidden (pagehide): no reconnecting until the page is shown again
 
@@ -132,12 +135,15 @@ export class Transport {
     try {
       ws = new this.options.WebSocket(webSocketUrl(this.url));
     } catch (error) {
-      this._attemptFailed(error);
+      // A URL the browser refuses outright (malformed, or ws: from an https: page): no attempt can succeed.
+      this._refused({ code: "unreachable", message: `Cannot open a WebSocket to the bridge at ${this.url}: ${errorMessage(error)}` });
       return;
     }
     this.ws = ws;
     const helloId = this.nextId();
     let welcomed = false;
+    /** @type {BridgeErrorDetail | null} */
+    let refusal = null; // the bridge's refusal of this hello, if any
     const helloTimer = setTimeout(() => {
       if (!welcomed && this.ws === ws) ws.close(CLOSE_NO_WELCOME, "no welcome");
     }, this.options.helloTimeout);
@@ -157,8 +163,9 @@ export class Transport {
       } else if (message.type === "agui.error" && !welcomed &&
                  (message.reply_to === helloId || message.code === "forbidden_origin")) {
         clearTimeout(helloTimer);
+        refusal = message;
         this._owner.error(message);
-        if (FATAL_HELLO_CODES.has(message.code)) this._refused(message);
+        this._helloRefused(ws, message);
       } else {
         this._owner.received(message);
       }
@@ -169,7 +176,7 @@ export class Transport {
       if (this.ws !== ws) return; // an older socket, already replaced
       this.ws = null;
       if (this._stopped || this._suspended || this.state === "closed") return;
-      if (event.code === CLOSE_POLICY) {
+      if (event.code === CLOSE_POLICY && !refusal) {
         this._refused({ code: "forbidden_origin", message: event.reason || "The bridge refused this page's origin." });
         return;
       }
@@ -180,26 +187,33 @@ export class Transport {
         this._refused(replaced);
         return;
       }
-      if (!welcomed) {
-        this._attemptFailed(new AguiBridgeError(`Could not connect to the bridge at ${this.url} (code ${event.code}).`, { code: "unreachable" }));
-      } else {
-        this._setState("reconnecting");
-        this._scheduleRetry();
+      if (!welcomed && !refusal && !this._unreachableTold) {
+        // Said once an outage: the page may well be open before the bridge starts (an agent starts it).
+        this._unreachableTold = true;
+        this._owner.error({ code: "unreachable", message: `Cannot reach the bridge at ${this.url} (WebSocket closed ` +
+          `with code ${event.code}); trying again with backoff.` });
       }
+      this._setState("reconnecting");
+      this._scheduleRetry();
     });
   }
 
-  /** @param {unknown} error */
-  _attemptFailed(error) {
-    this.ws = null;
-    if (this._attempt === 0 && this.state === "connecting") {
-      // The first connection failed: tell the caller rather than retry in the dark.
-      this.close(CLOSE_NORMAL, "failed", error instanceof AguiBridgeError ? error
-        : new AguiBridgeError(errorMessage(error), { code: "unreachable" }));
+  /**
+   * The bridge answered the hello with an error.
+   * @param {WebSocket} ws
+   * @param {BridgeErrorDetail} error
+   */
+  _helloRefused(ws, error) {
+    const retryAfter = Number(error.retry_after);
+    if (error.code === "too_many_attempts" && this._welcomedOnce && Number.isFinite(retryAfter)) {
+      // Its token was taken before: other wrong guesses from this address slow everyone down for a while.
+      this._notBefore = Date.now() + retryAfter * 1000;
+    } else if (FATAL_HELLO_CODES.has(error.code) || error.code === "too_many_attempts") {
+      // Retrying cannot help, or (too many wrong tokens) whoever called connect() must hear it now.
+      this._refused(error);
       return;
     }
-    this._setState("reconnecting");
-    this._scheduleRetry();
+    ws.close(CLOSE_NO_WELCOME, "hello refused"); // and try again, with backoff
   }
 
   /** @param {{code: string, message?: string}} error */
@@ -215,6 +229,8 @@ export class Transport {
     this.sessionId = message.session_id;
     this.eventsUrl = new URL(message.events_url, this.url).href; // a path from the bridge's origin
     this._attempt = 0;
+    this._welcomedOnce = true;
+    this._unreachableTold = false;
     // Keep a live event stream of the same session: it reconnects by itself with Last-Event-ID
     // and so misses nothing, not even a cancel sent while we were away.
     const keepStream = resumed && this.events && this._eventsSession === this.sessionId && this.events.readyState !== 2;
@@ -297,7 +313,8 @@ export class Transport {
     if (this._retryTimer || this._stopped || this.state === "closed") return;
     const { reconnectDelay, maxReconnectDelay } = this.options;
     const base = Math.min(maxReconnectDelay, reconnectDelay * 2 ** this._attempt);
-    const delay = base / 2 + Math.random() * (base / 2); // jitter, so many tabs do not stampede
+    const jittered = base / 2 + Math.random() * (base / 2); // so many tabs do not come back at once
+    const delay = Math.max(jittered, this._notBefore - Date.now());
     this._attempt += 1;
     this._retryTimer = setTimeout(() => {
       this._retryTimer = undefined;
@@ -307,7 +324,7 @@ export class Transport {
 
   /** Back online: try now rather than at the end of a long backoff. */
   retryNow() {
-    if (this.state !== "reconnecting" || this.ws || this._suspended) return;
+    if (this.state !== "reconnecting" || this.ws || this._suspended || Date.now() < this._notBefore) return;
     this._attempt = 0;
     this._open();
   }
