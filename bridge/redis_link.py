@@ -14,6 +14,7 @@ the failure cases.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -34,7 +35,7 @@ from bridge.sessions import PageEvent, PageSession
 log = logging.getLogger("bridge.redis")
 
 OTHER_EVENTS_KEPT = 1000  # cancels kept per page for resumes, as in one process
-BACKOFF_MAX = 5.0
+BACKOFF_MAX = 1.0  # a Redis that is back serves calls within about this long
 REDIS_CONNECTIONS = 32
 UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages and calls through; "
                "try again in a moment.")
@@ -124,6 +125,7 @@ class RedisLink:
         self._page_work: dict[str, asyncio.Task[None]] = {}  # the latest push or call end per page, to keep their order
         self._runners: list[asyncio.Task[Any]] = []
         self.up = False
+        self._live = False  # the current pubsub is subscribed: an event stream opening follows its page on it
         self._tried = asyncio.Event()  # the first attempt to connect and load the catalog ended
         hub.link = self
 
@@ -148,6 +150,11 @@ class RedisLink:
 
     def _proc(self, pid: str) -> str:
         return f"{self.prefix}proc:{pid}"
+
+    @property
+    def _beat_ttl_ms(self) -> int:
+        """How long a process is taken for alive after its last heartbeat."""
+        return int(3 * self.heartbeat * 1000)
 
     @property
     def _ttl_ms(self) -> int:
@@ -236,8 +243,12 @@ class RedisLink:
         while True:
             try:
                 self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+                followed = set(self._streamed)
                 await self._pubsub.subscribe(self._catalog, self._proc(self.process_id),
-                                             *(self._events(sid) for sid in self._streamed))
+                                             *(self._events(sid) for sid in followed))
+                self._live = True
+                if late := self._streamed - followed:  # streams that opened while this subscribed
+                    await self._pubsub.subscribe(*(self._events(sid) for sid in late))
                 await self._sync()
                 if not self.up:
                     log.info("shared mode: process %s joined through Redis", self.process_id)
@@ -249,12 +260,17 @@ class RedisLink:
                     except Exception:  # one bad message (another version, a stray publisher) stops nothing
                         log.exception("ignored a message on %s that could not be applied", message["channel"])
             except (RedisError, OSError) as exc:
+                self._live = False
                 if self.up:
                     log.warning("lost the connection to Redis (%s); reconnecting", exc)
                     self._lost()
                 self.up = False
                 self._tried.set()
-                await self._pubsub.aclose()
+                # Every connection to the Redis that went away is closed now: the pool does not always
+                # notice one the server closed, and would hand it out after Redis is back, failing a command.
+                with contextlib.suppress(RedisError, OSError):
+                    await self._pubsub.aclose()
+                    await self.redis.connection_pool.disconnect()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
 
@@ -279,7 +295,7 @@ class RedisLink:
         if self._unsettled:
             await self._tell_ended()
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(self._proc(self.process_id), "1", px=int(3 * self.heartbeat * 1000))
+            pipe.set(self._proc(self.process_id), "1", px=self._beat_ttl_ms)
             for session in held:
                 pipe.pexpire(self._page(session.id), self._ttl_ms)
                 pipe.pexpire(self._page(session.id, ":tools"), self._ttl_ms)
@@ -308,6 +324,8 @@ class RedisLink:
         """After (re)connecting: write this process's pages as they are here, load everyone else's,
         give the event streams served here what they missed, and tell pages of the calls that ended
         here while Redis was away."""
+        # Alive before any page of this process is seen, or others would take it for a stopped one's.
+        await self.redis.set(self._proc(self.process_id), "1", px=self._beat_ttl_ms)
         now = time.time()
         for session in self._held():
             await self._write_page(session, now)
@@ -522,6 +540,8 @@ class RedisLink:
         self._queue(lambda: self.redis.publish(self._catalog, message))
 
     async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
+        if not self.up:  # until this process follows its channel again, the page's answer would reach no one
+            raise LinkDown("unavailable", UNAVAILABLE)
         try:
             number = await self._push_to(session.id, data)
         except RedisError as exc:
@@ -585,7 +605,8 @@ class RedisLink:
         try:
             if session.id not in self._streamed:
                 self._streamed.add(session.id)
-                await self._pubsub.subscribe(self._events(session.id))
+                if self._live:  # else the link follows it when it joins again
+                    await self._pubsub.subscribe(self._events(session.id))
             await self._backlog(session, last_event_id)
         except RedisError as exc:  # the stream still opens; what it missed comes on reconnecting
             log.warning("could not read page %s's events from Redis: %s", session.id[:6], exc)
@@ -605,4 +626,5 @@ class RedisLink:
     def _unsubscribe(self, sid: str) -> None:
         if sid in self._streamed:
             self._streamed.discard(sid)
-            self._spawn(self._pubsub.unsubscribe(self._events(sid)), "stop following a page's events")
+            if self._live:
+                self._spawn(self._pubsub.unsubscribe(self._events(sid)), "stop following a page's events")
