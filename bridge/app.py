@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from bridge import __version__
 from bridge.access import AgentOrigins, FailedAttempts, missing_agent_token, origin_pattern
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
@@ -193,7 +194,7 @@ class Bridge:
             refusal = missing_agent_token(request.scope, s.agent_token)
             if refusal is not None:
                 return refusal
-            state = self.hub.state()
+            state = {"version": __version__} | self.hub.state()  # a stdio agent tells a bridge from another server
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])
             return JSONResponse(state)

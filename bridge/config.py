@@ -36,6 +36,7 @@ class Settings:
     search_tool_name: str = field(default="tool_search", metadata={"help": "name of the search meta-tool"})
     describe_tool_name: str = field(default="tool_describe", metadata={"help": "name of the describe meta-tool"})
     call_tool_name: str = field(default="call_tool", metadata={"help": "name of the call-through meta-tool"})
+    meta_tools: str = field(default="always", metadata={"help": "when the meta-tools are listed: 'always' (clients that list tools only once, before any page has connected, can still search and call page tools), or 'search-mode' (only once a room's tools no longer fit the listing)"})
     max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted, in bytes; a WebSocket frame over 4x this is closed with 1009"})
     allowed_origins: str = field(
         default="http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
@@ -169,6 +170,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
                                   "or '-')"),
     "room": (_matches(ROOM_NAME), "a room name: 1 to 64 letters, digits, '_' or '-'"),
     "log_level": ((lambda value: value in LOG_LEVELS), f"one of {', '.join(LOG_LEVELS)}"),
+    "meta_tools": ((lambda value: value in ("always", "search-mode")), "always or search-mode"),
 }
 _TYPE_RULES: dict[type, tuple[Callable[[Any], bool], str]] = {float: _seconds(), int: _count(1)}
 

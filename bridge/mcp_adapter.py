@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +38,14 @@ from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token
 from bridge.calls import MonotonicProgress
-from bridge.catalog import ROOM_NAME, Room, Tool
+from bridge.catalog import ROOM_NAME, Listing, Room, Tool
 from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
@@ -71,8 +72,8 @@ class _ToolsChangingServer(Server[Any]):
 class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
-    def __init__(self, hub: Hub, room: Room, settings: Settings) -> None:
-        self.hub, self.room, self.settings = hub, room, settings
+    def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str]) -> None:
+        self.hub, self.room, self.settings, self.public_url = hub, room, settings, public_url
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
         # closed session silently, so a stale entry costs only memory, which the bound caps.
@@ -97,7 +98,7 @@ class RoomServer:
     def _listed_tools(self) -> list[types.Tool]:
         listing = self.room.listing()
         if self._cached is None or self._cached[0] != listing.fingerprint:
-            shown = listing.tools + (self.hub.meta.definitions if listing.search_mode else [])
+            shown = listing.tools + (self.hub.meta.definitions if self._lists_meta_tools(listing) else [])
             self._cached = (listing.fingerprint, [types.Tool.model_validate(t) for t in shown])
         return self._cached[1]
 
@@ -122,14 +123,28 @@ class RoomServer:
         """Its client ended a handshake session; False if it was not known."""
         return session_id is not None and self.legacy_sessions.pop(session_id, None) is not None
 
+    def _lists_meta_tools(self, listing: Listing) -> bool:
+        return listing.search_mode or self.settings.meta_tools == "always"
+
     def _instructions(self) -> str:
         """Read by clients at initialize (and by those that read it again): what this room offers now."""
-        listing, names = self.room.listing(), self.hub.meta.names
-        text = f"Tools provided by the web pages connected to room '{self.room.name}'."
+        listing, names, room = self.room.listing(), self.hub.meta.names, self.room.name
+        if not len(self.room):
+            page = self.public_url() + ("" if room == "default" else f"?room={room}")
+            text = (f"No web page has connected to room '{room}' yet, so it has no tools yet. Ask the user to open "
+                    f"{page} (or their app's page that uses this bridge) in a browser.")
+            if self._lists_meta_tools(listing):
+                text += (f" Then use {names.search} to find the page's tools and call them by name or through "
+                         f"{names.call}: there is no need to list tools again.")
+            return text
+        text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s)."
         if listing.search_mode:
             text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, search "
                      f"with {names.search} using short English keywords before giving up. Tools it finds are "
                      f"callable at once by their name, or through {names.call}.")
+        elif self._lists_meta_tools(listing):
+            text += (f" Tools pages add later are found with {names.search} and called through {names.call}, "
+                     "even without listing tools again.")
         return text
 
     def _room_changed(self, room: Room) -> None:
@@ -259,6 +274,9 @@ class McpRooms:
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        # Where people open the demo page, as agents reach the bridge (its port, any mount prefix): from
+        # the first HTTP request; until then (stdio) from the settings.
+        self._public_url: str | None = None
         self._lock = anyio.Lock()
         # On every address: a page on another site whose name an attacker re-points at the bridge
         # (DNS rebinding) still sends its own Host and Origin.
@@ -282,7 +300,8 @@ class McpRooms:
         if room not in self._servers:
             if not self.hub.has_pages(room):
                 self._make_room_for_an_agent()
-            self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings)
+            self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
+                                             lambda: self._public_url or self.settings.public_url)
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:
@@ -345,6 +364,8 @@ class McpRooms:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         room = scope.get("path_params", {}).get("room", "default")
+        if self._public_url is None:
+            self._public_url = str(Request(scope).base_url)
         refusal = self._refusal(scope, room)
         if refusal is None:
             try:

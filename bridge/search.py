@@ -502,7 +502,7 @@ class ToolIndex:
             kept = best_first[:self._cut([score for _, score in best_first])]
             scores = self._demote_duplicates(self._rerank(query_terms, dict(kept)))
         else:
-            scores = self._name_substring_scores(query)
+            scores = self._name_substring_scores(query) or self._common_word_scores(query_terms)
         if self._semantic is not None and self._semantic.count and query.strip():
             scores = self._fuse(scores, self._semantic.similarities(query, len(self._key_at)), max(limit, RERANK_DEPTH))
             self.last_tier = "hybrid"
@@ -683,6 +683,16 @@ class ToolIndex:
         for form in _query_name_forms(query):
             found |= self._by_name.get(form, set())
         return found
+
+    def _common_word_scores(self, query_terms: list[str]) -> dict[int, float]:
+        """Last resort, when the query's words are all words every tool has (their idf is zero) and
+        no name contains them: the tools that have them, by how many (a room of one or two tools
+        is still found by its words)."""
+        scores: Counter[int] = Counter()
+        for term in set(query_terms):
+            for slot in self._bm25.postings.get(term, ()):
+                scores[slot] += 1
+        return {slot: float(count) for slot, count in scores.items()}
 
     def _name_substring_scores(self, query: str) -> dict[int, float]:
         """Fallback when no word term scores: tools whose name contains a word of the

@@ -30,6 +30,7 @@ EXAMPLE = ROOT / "examples" / "embed_fastapi" / "app.py"
 ERAS = ["legacy", "2026-07-28"]
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 JAVASCRIPT = {"text/javascript", "application/javascript"}
+META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default, beside the pages' tools
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -87,7 +88,7 @@ async def test_mounted_bridge_serves_a_page_tool_to_an_agent(era):
             assert welcome["events_url"].startswith("/bridge/agui/events")
             await page.register(CONFIRM)
             async with Client(mounted.mcp_url, mode=era) as client:
-                assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+                assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm", *META_TOOLS]
                 task = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay 10 €?"}))
                 invoke = await page.event()
                 assert invoke["type"] == "agui.tool.invoke" and invoke["tool"] == "user_confirm"
@@ -144,7 +145,7 @@ async def test_fastapi_example_serves_the_bridge_under_bridge():
                 assert welcome["events_url"].startswith("/bridge/agui/events")
                 await page.register(CONFIRM)
                 async with Client(origin + "/bridge/mcp", mode="legacy") as client:
-                    assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+                    assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm", *META_TOOLS]
                 tools = (await http.get(origin + "/api/tools")).json()
             finally:
                 await page.close()

@@ -144,7 +144,15 @@ def test_zero_idf_falls_back_to_substring_of_names() -> None:
         tool("refund", "Give money back", app="Widget Shop"),
     ])
     assert keys(index.search("widget")) == ["widget_inventory"]
-    assert index.search("shop") == []  # zero idf too, and in no name
+    # Zero idf too, and in no name: the tools that have the word, so a room of few tools is found by its words.
+    assert sorted(keys(index.search("shop"))) == ["create_order", "refund", "widget_inventory"]
+    assert index.search("bakery") == []
+
+
+def test_a_one_tool_room_is_found_by_its_words() -> None:
+    index = ToolIndex([tool("echo", "Say the text back")])
+    assert keys(index.search("say the text back")) == ["echo"]
+    assert index.search("weather") == []
 
 
 def test_substring_fallback_finds_part_of_a_name() -> None:
