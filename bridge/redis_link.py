@@ -7,8 +7,9 @@ whichever process serves the page's event stream reads it there, and a page that
 on another process finds it; a page's answer is claimed once in Redis and published to the
 process whose agent waits. Processes prove they live with a heartbeat key: the pages of one
 that stops are given the grace period to come back elsewhere, then dropped, and their calls
-fail as any call of a page that went away. docs/scaling.md has the keys, their lifetimes and
-the failure cases.
+fail as any call of a page that went away; the calls whose agent waited on one that stopped are
+cancelled at their pages by whichever process streams them. docs/scaling.md has the keys, their
+lifetimes and the failure cases.
 """
 
 from __future__ import annotations
@@ -39,11 +40,22 @@ BACKOFF_MAX = 1.0  # a Redis that is back serves calls within about this long
 REDIS_CONNECTIONS = 32
 UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages and calls through; "
                "try again in a moment.")
+AGENT_GONE = "the agent's bridge process stopped"
+TAKEN_FOR_STOPPED = ("This bridge process missed its heartbeats to Redis, so the others took it for stopped and "
+                     "cancelled the call at its page; call again.")
 
 # An event for a page: numbered per page, kept (an invocation until its call ends, other events in a
 # capped stream), and published to whichever process streams that page. 0: the page is gone.
+# The envelope names the process that pushed it: for an invocation, the one whose agent waits.
 # KEYS: page, its invocations, its other events, the call, the page's event channel.
+# ARGV: type, call_id, message, this process, ttl (ms), sid, other events kept; and for the cancel of a
+# call whose agent's process stopped: that process, its heartbeat key (also its channel), and what to
+# tell it should it live after all. That cancel is pushed only while the call is still that process's
+# and its heartbeat is gone, so of the processes that notice, one pushes it.
 _PUSH = """
+if ARGV[8] and (redis.call('HGET', KEYS[4], 'owner') ~= ARGV[8] or redis.call('EXISTS', ARGV[9]) == 1) then
+  return 0
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'events') == 0 then
   -- Numbering starts at the time in microseconds, so a Redis that lost its data (and the page
@@ -52,7 +64,7 @@ if redis.call('HEXISTS', KEYS[1], 'events') == 0 then
   redis.call('HSET', KEYS[1], 'events', now[1] .. string.sub('000000' .. now[2], -6))
 end
 local n = string.format('%.0f', redis.call('HINCRBY', KEYS[1], 'events', 1))  -- all digits, no 1.7e+15
-local event = '{"id":' .. n .. ',"data":' .. ARGV[3] .. '}'
+local event = '{"id":' .. n .. ',"owner":"' .. ARGV[4] .. '","data":' .. ARGV[3] .. '}'
 if ARGV[1] == 'agui.tool.invoke' then
   redis.call('HSET', KEYS[2], ARGV[2], event)
   redis.call('PEXPIRE', KEYS[2], ARGV[5])
@@ -67,6 +79,10 @@ else
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
 redis.call('PUBLISH', KEYS[5], event)
+if ARGV[8] then  -- no one else will end that call
+  redis.call('PUBLISH', KEYS[5], '{"settled":"' .. ARGV[2] .. '"}')
+  redis.call('PUBLISH', ARGV[9], ARGV[10])
+end
 return 1
 """
 # A call ended: its invocation is never delivered again, and the page's stream forgets it.
@@ -119,6 +135,7 @@ class RedisLink:
         self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         self._streamed: set[str] = set()  # pages whose events this process subscribes to
         self._asked: set[str] = set()  # calls of this process whose invocation is in Redis
+        self._owners: dict[str, str] = {}  # call_id -> the other process whose agent waits, for pages streamed here
         self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
         self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -301,17 +318,47 @@ class RedisLink:
                 pipe.pexpire(self._page(session.id, ":tools"), self._ttl_ms)
             await pipe.execute()
         mirrors = self._mirrors()
-        holders = sorted({s.holder for s in mirrors if s.holder})
-        if not holders:
-            return
-        alive = dict(zip(holders, await self.redis.mget([self._proc(h) for h in holders])))
+        asked = self._asked_here()
+        living = await self._alive({s.holder for s in mirrors if s.holder} | {owner for _, owner in asked.values()})
         for session in mirrors:
-            if alive.get(session.holder or "") is None and session.expiry is None:
+            if session.holder not in living and session.expiry is None:
                 # Its process stopped: the page has the grace period to come back on another one.
                 log.info("page %s: its process %s stopped; waiting for it to come back", session.id[:6],
                          session.holder)
                 session.connected = False
                 self.hub.expect_back(session)
+        for call_id, (sid, owner) in asked.items():
+            if owner not in living:
+                await self._cancel_orphan(sid, call_id, owner)
+
+    async def _alive(self, pids: set[str]) -> set[str]:
+        """The processes of `pids` whose heartbeat is in Redis."""
+        if not pids:
+            return set()
+        ordered = sorted(pids)
+        return {pid for pid, beat in zip(ordered, await self.redis.mget([self._proc(p) for p in ordered])) if beat}
+
+    def _asked_here(self) -> dict[str, tuple[str, str]]:
+        """call_id -> (page, process) for the calls waiting at pages streamed here whose agent waits on
+        another process; owners of calls that ended are forgotten."""
+        asked = {}
+        for sid in self._streamed:
+            session = self.hub.session(sid)
+            for call_id in session.pending_calls if session is not None else ():
+                owner = self._owners.get(call_id)
+                if owner is not None:
+                    asked[call_id] = (sid, owner)
+        self._owners = {call_id: owner for call_id, (_, owner) in asked.items()}
+        return asked
+
+    async def _cancel_orphan(self, sid: str, call_id: str, owner: str) -> bool:
+        """Cancel at its page a call whose agent's process stopped: no one else would end it before its
+        timeout. Should that process live after all (it missed its heartbeats), its agent hears why."""
+        told = {"call_id": call_id, "outcome": {"result": None, "error": TAKEN_FOR_STOPPED, "kind": "unavailable"}}
+        cancelled = await self._push_to(sid, messages.tool_cancel(call_id, AGENT_GONE), stopped=(owner, told))
+        if cancelled:
+            log.info("call %s: cancelled at page %s, its agent's process %s stopped", call_id, sid[:6], owner)
+        return bool(cancelled)
 
     def _held(self) -> list[PageSession]:
         return [s for s in self.hub.sessions.values() if s.holder == self.process_id]
@@ -387,8 +434,15 @@ class RedisLink:
             if "settled" in message:
                 session.settled(message["settled"])
             else:
-                event = message["data"]
-                session.deliver(PageEvent(message["id"], event["type"], event))
+                self._deliver(session, message)
+
+    def _deliver(self, session: PageSession, envelope: dict[str, Any]) -> None:
+        """An event for a page streamed here; an invocation's process is kept, to cancel the call should
+        that process stop."""
+        event, owner = envelope["data"], envelope.get("owner")
+        if event["type"] == "agui.tool.invoke" and owner not in (None, self.process_id):
+            self._owners[event["call_id"]] = owner
+        session.deliver(PageEvent(envelope["id"], event["type"], event))
 
     def _on_catalog(self, message: dict[str, Any]) -> None:
         op, sid = message["op"], message.get("sid", "")
@@ -555,12 +609,20 @@ class RedisLink:
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
         self._spawn_for_page(session.id, self._push_to(session.id, data), f"send {data['type']} to a page")
 
-    async def _push_to(self, sid: str, data: dict[str, Any]) -> int:
+    async def _push_to(self, sid: str, data: dict[str, Any], *,
+                       stopped: tuple[str, dict[str, Any]] | None = None) -> int:
+        """Push an event to a page; with `stopped` (the process whose call this cancels, what to tell it),
+        only while that call is that process's and its heartbeat is gone."""
         call_id = data.get("call_id", "")
+        args: list[Any] = [data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid,
+                           OTHER_EVENTS_KEPT]
+        if stopped is not None:
+            owner, told = stopped
+            args += [owner, self._proc(owner), json.dumps(told)]
         return await self._push(
             keys=[self._page(sid), self._page(sid, ":calls"), self._page(sid, ":others"), self._call(call_id),
                   self._events(sid)],
-            args=[data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid, OTHER_EVENTS_KEPT])
+            args=args)
 
     def settled(self, session: PageSession, call_id: str) -> None:
         self._spawn_for_page(session.id, self._end_call(session.id, call_id), "end a call")
@@ -595,8 +657,17 @@ class RedisLink:
             raise ProtocolError("unavailable", UNAVAILABLE, call_id=call_id) from None
 
     async def waiting(self, session: PageSession) -> list[str]:
+        """The calls the page was asked that still wait; those whose agent's process stopped are
+        cancelled now rather than listed (the page may be back before anyone else noticed)."""
         try:
-            return sorted(cast(list[str], await self.redis.hkeys(self._page(session.id, ":calls"))))
+            asked = cast(dict[str, str], await self.redis.hgetall(self._page(session.id, ":calls")))
+            owners = {call_id: json.loads(event).get("owner") for call_id, event in asked.items()}
+            others = {owner for owner in owners.values() if owner not in (None, self.process_id)}
+            living = await self._alive(others)
+            for call_id, owner in owners.items():
+                if owner in others and owner not in living and await self._cancel_orphan(session.id, call_id, owner):
+                    del asked[call_id]
+            return sorted(asked)
         except RedisError:
             return sorted(session.pending_calls)
 
@@ -621,7 +692,7 @@ class RedisLink:
         if last_event_id is not None:
             events += [json.loads(fields["e"]) for _, fields in replies[1]]
         for event in sorted(events, key=lambda e: e["id"]):
-            session.deliver(PageEvent(event["id"], event["data"]["type"], event["data"]))
+            self._deliver(session, event)
 
     def _unsubscribe(self, sid: str) -> None:
         if sid in self._streamed:

@@ -1,10 +1,13 @@
-"""Real parts for shared-mode tests: a redis-server."""
+"""Real parts for shared-mode tests: a redis-server, and a bridge as a separate OS process (to kill or stop)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import sys
 import time
 
+import httpx
 import redis
 
 
@@ -26,3 +29,20 @@ def start_redis(port: int) -> subprocess.Popen:
 def stop(process: subprocess.Popen) -> None:
     process.kill()
     process.wait(5)
+
+
+def start_bridge_process(port: int, redis_url: str, heartbeat: float) -> subprocess.Popen:
+    """`agui-mcp-bridge serve` in its own process, joined to `redis_url`."""
+    return subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--redis-url", redis_url,
+                             "--redis-heartbeat", str(heartbeat), "--log-level", "warning"], stderr=subprocess.DEVNULL)
+
+
+async def wait_for_port(port: int) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(200):
+            try:
+                await http.get(f"http://127.0.0.1:{port}/api/state")
+                return
+            except httpx.HTTPError:
+                await asyncio.sleep(0.05)
+    raise AssertionError(f"no bridge came up on port {port}")
