@@ -222,7 +222,7 @@ class Bridge:
         endpoint = request_response  # the guards wrap ASGI apps
 
         return [
-            Route("/agui/events", for_pages(endpoint(self.pages.events))),
+            Route("/agui/events", for_pages(endpoint(self.pages.events)), methods=["GET"]),
             Route("/agui/run", for_pages(self.agui)),
             Route("/rooms/{room}/agui/run", for_pages(self.agui)),
             Route("/mcp", for_agents(self.mcp)),

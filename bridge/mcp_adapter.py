@@ -72,8 +72,9 @@ class _ToolsChangingServer(Server[Any]):
 class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
-    def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str]) -> None:
-        self.hub, self.room, self.settings, self.public_url = hub, room, settings, public_url
+    def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None) -> None:
+        self.hub, self.room, self.settings = hub, room, settings
+        self.public_url = public_url or (lambda: settings.public_url)  # where people open the demo page
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
         # closed session silently, so a stale entry costs only memory, which the bound caps.

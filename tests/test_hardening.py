@@ -64,10 +64,11 @@ async def test_a_page_origin_can_neither_read_nor_act_on_agent_and_operator_endp
             assert (await http.get(b.url + "/api/state", headers=own)).status_code == 200
             assert (await http.get(b.url + "/api/state")).status_code == 200
             assert (await http.post(b.url + "/api/calls/nope/cancel", headers=own)).status_code == 404
-            # Page endpoints still answer page origins with CORS.
+            # Page endpoints still answer page origins with CORS (the client's files any origin: public code).
+            run = await http.options(b.url + "/agui/run", headers=foreign | {"Access-Control-Request-Method": "POST"})
+            assert run.status_code == 200 and run.headers["access-control-allow-origin"] == DEV_SERVER
             client_js = await http.get(b.url + "/client/agui-bridge.js", headers=foreign)
-            assert client_js.status_code == 200
-            assert client_js.headers["access-control-allow-origin"] == DEV_SERVER
+            assert client_js.status_code == 200 and client_js.headers["access-control-allow-origin"] == "*"
         await p.close()
 
 

@@ -117,8 +117,8 @@ async def test_requests_that_are_not_plain_calls_get_the_sdk_answers():
 
 
 async def test_agents_skip_the_middleware_and_browsers_get_cors_headers():
-    origin = "http://localhost:3000"
-    async with running_bridge(allowed_origins=origin) as b, page(b, CONFIRM) as p, \
+    origin = "http://localhost:3000"  # a web-based agent the operator let in (other browser pages are refused)
+    async with running_bridge(agent_origins=origin) as b, page(b, CONFIRM) as p, \
             httpx.AsyncClient(timeout=10) as http:
         for path in ("/mcp", "/rooms/team/mcp"):
             # A browser's call: the middleware adds the CORS headers its page needs to read the answer.

@@ -12,6 +12,9 @@ from mcp import Client, StdioServerParameters
 from support import Page, PortOnly, eventually, free_port, tool, wait_for_http
 
 
+META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default
+
+
 def stdio_command(port: int) -> list[str]:
     return [sys.executable, "-m", "bridge.cli", "stdio", "--port", str(port), "--log-level", "info"]
 
@@ -34,7 +37,7 @@ async def test_stdio_end_to_end():
         await page.connect()
         await page.register(tool("user_confirm", "Ask the user.", {"title": {"type": "string"}}))
         await eventually(lambda: changes)
-        assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+        assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm", *META_TOOLS]
 
         task = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}))
         invoke = await page.event()
@@ -76,7 +79,7 @@ async def test_stdio_stdout_carries_only_mcp():
         messages = [json.loads(line) for line in lines if line.strip()]  # every line is JSON ...
         assert all(m.get("jsonrpc") == "2.0" for m in messages)  # ... and JSON-RPC
         listed = next(m for m in messages if m.get("id") == 2)
-        assert [t["name"] for t in listed["result"]["tools"]] == ["ping_tool"]
+        assert [t["name"] for t in listed["result"]["tools"]] == ["ping_tool", *META_TOOLS]
         stderr = (await process.stderr.read()).decode()
         assert "Uvicorn running" in stderr or "Application startup complete" in stderr  # logs went to stderr
     finally:
