@@ -287,7 +287,9 @@ class Hub:
             listing = room.listing()
             pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
                       "here": s.holder == self.link.process_id,
-                      "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys}
+                      "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys,
+                                 # what the dashboard's filter reads; cut, as the state is polled
+                                 "description": t.definition.description[:200]}
                                 for t in room.tools_of(s.id)]}
                      for s in self.pages_in(room.name)]
             rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
