@@ -33,14 +33,18 @@ const STYLES = `
 .agui-dialog__label { font-weight: 600; font-size: 0.9rem; }
 .agui-dialog__input { width: 100%; padding: 0.5rem 0.6rem; font: inherit; color: inherit; background: transparent;
   border: 1px solid var(--agui-border); border-radius: 8px; }
-.agui-dialog__options { display: flex; flex-direction: column; gap: 0.4rem; margin: 0; padding: 0; border: 0;
+/* The list scrolls, and a scroll box clips what sticks out of it: its padding leaves room for the options'
+   focus ring (3px + 2px offset), the negative margin keeps them aligned with the title. */
+.agui-dialog__options { display: flex; flex-direction: column; gap: 0.4rem; margin: -6px; padding: 6px; border: 0;
   max-height: 45vh; overflow: auto; }
 .agui-dialog__actions { display: flex; justify-content: flex-end; gap: 0.5rem; flex-wrap: wrap; margin-top: 0.25rem; }
 .agui-dialog__button { min-height: 2.25rem; padding: 0.4rem 1rem; font: inherit; font-weight: 600; cursor: pointer;
   color: var(--agui-fg); background: transparent; border: 1px solid var(--agui-border); border-radius: 8px; }
 .agui-dialog__button:hover { border-color: var(--agui-muted); }
 .agui-dialog__button--primary { color: var(--agui-accent-fg); background: var(--agui-accent); border-color: var(--agui-accent); }
-.agui-dialog__button--option { text-align: left; font-weight: 500; width: 100%; }
+/* flex: none: squeezed into a scrolling column, options would shrink and their labels spill over each other. */
+.agui-dialog__button--option { flex: none; width: 100%; text-align: left; font-weight: 500;
+  overflow-wrap: anywhere; }
 .agui-dialog__button:focus-visible, .agui-dialog__input:focus-visible {
   outline: 3px solid var(--agui-focus); outline-offset: 2px; }
 @media (prefers-reduced-motion: no-preference) {
