@@ -20,6 +20,7 @@ import uvicorn
 
 from bridge.app import Bridge
 from bridge.config import Settings
+from bridge.connections import ConnectionGuard, RepeatedErrorFilter, connection_cap, guarded_protocol, open_file_limit
 
 CALL_FIELDS = ("room", "tool", "page", "outcome", "duration_s")
 
@@ -62,7 +63,10 @@ def log_config(as_json: bool) -> dict:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"line": formatter},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "line"}},
+        # Out of files, asyncio would log a traceback per failed accept: once per cause instead.
+        "filters": {"repeated_errors": {"()": RepeatedErrorFilter}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "line",
+                                "filters": ["repeated_errors"]}},
         "loggers": {"uvicorn": handler, "uvicorn.access": handler, "bridge": handler},
         "root": {"handlers": ["stderr"]},  # the libraries' own loggers (mcp, sse_starlette) alike
     }
@@ -122,12 +126,15 @@ class RunningServer:
         self.bridge = bridge
         self.port: int = sock.getsockname()[1]
         s = bridge.settings
+        # Deadlines for request heads and bodies, and a cap on connections below the open-file limit.
+        self.guard = ConnectionGuard(connection_cap(s.max_connections, open_file_limit()),
+                                     s.request_head_timeout, s.request_body_timeout)
         # No permessage-deflate: pages send small JSON, and each compressor costs ~50 KB a page.
         # Pings find a page whose machine vanished without closing its socket.
         config = uvicorn.Config(bridge, log_config=log_config(s.log_json), log_level=s.log_level, access_log=False,
                                 ws_max_size=WS_FRAME_CAP_FACTOR * s.max_message_bytes, ws_per_message_deflate=False,
                                 ws_ping_interval=10, ws_ping_timeout=10, timeout_graceful_shutdown=3,
-                                timeout_keep_alive=KEEP_ALIVE_SECONDS)
+                                timeout_keep_alive=KEEP_ALIVE_SECONDS, http=guarded_protocol(self.guard))
         self.uvicorn = _Server(config, bridge)
         self._sock = sock
         self._task: asyncio.Task[None] | None = None
