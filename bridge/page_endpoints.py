@@ -72,7 +72,17 @@ class PageEndpoints:
         close_code = 1006
         try:
             while True:
-                frame = await ws.receive()
+                if session is None:  # a socket that never says hello holds a file for nothing
+                    try:
+                        frame = await asyncio.wait_for(ws.receive(), self.settings.request_head_timeout)
+                    except TimeoutError:
+                        await self._send(ws, ProtocolError("hello_first", "No agui.hello within "
+                                         f"{self.settings.request_head_timeout:g} s (--request-head-timeout).",
+                                                           ).to_message())
+                        await ws.close(CLOSE_POLICY)
+                        return
+                else:
+                    frame = await ws.receive()
                 if frame["type"] == "websocket.disconnect":
                     close_code = frame.get("code", 1006)
                     break

@@ -190,3 +190,19 @@ async def test_a_host_header_without_a_port_is_served():
     async with running_bridge() as b, httpx.AsyncClient(timeout=10) as http:
         response = await http.post(b.mcp_url(), headers=MODERN | {"Host": "localhost"}, json=LIST_TOOLS)
         assert response.status_code == 200, response.text
+
+
+async def test_a_page_socket_that_never_says_hello_is_closed():
+    async with running_bridge(request_head_timeout=0.5) as b:
+        async with websockets.connect(b.ws_url) as ws:
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert refused["code"] == "hello_first" and "--request-head-timeout" in refused["message"]
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 5)
+            assert ws.close_code == 1008
+        # One that says hello in time stays.
+        async with websockets.connect(b.ws_url) as ws:
+            assert (await hello(ws))["type"] == "agui.welcome"
+            await asyncio.sleep(1)
+            await ws.send(json.dumps({"type": "agui.tools.register", "tools": []}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] == "agui.tools.registered"
