@@ -23,7 +23,9 @@ import { CLOSE_NORMAL, Transport } from "./transport.js";
 /** @type {typeof types.STATES} */
 export const STATES = Object.freeze(["connecting", "open", "reconnecting", "closed"]);
 
-const DEFAULT_BRIDGE_URL = new URL("..", import.meta.url).href;
+// The path in a variable: bundlers (Vite, webpack) take `new URL("<literal>", import.meta.url)` for an asset to bundle.
+const PARENT = "..";
+const DEFAULT_BRIDGE_URL = new URL(PARENT, import.meta.url).href;
 const STORAGE_PREFIX = "agui-bridge.session ";
 
 /** @typedef {{session_id: string, tools: string[]}} StoredSession */
