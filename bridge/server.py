@@ -14,14 +14,19 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import replace
 
+import anyio
 import uvicorn
+from mcp.shared.message import SessionMessage
 
 from bridge.app import Bridge
-from bridge.config import Settings
+from bridge.config import Settings, UnusableSettings
+from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream, port_closed
 from bridge.connections import ConnectionGuard, RepeatedErrorFilter, connection_cap, guarded_protocol, open_file_limit
 
+log = logging.getLogger("bridge")
 CALL_FIELDS = ("room", "tool", "page", "outcome", "duration_s")
 
 
@@ -179,13 +184,79 @@ async def serve(settings: Settings, *, bridge: Bridge | None = None,
 
 
 async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None) -> None:
-    """Serve MCP for `settings.room` on stdin/stdout; pages connect over HTTP meanwhile."""
+    """Serve MCP for `settings.room` on stdin/stdout; pages connect over HTTP meanwhile. When another
+    bridge holds the port, the agent is served through it (bridge.stdio_relay)."""
     from mcp.server.stdio import stdio_server
 
-    server = await RunningServer.started(settings, bridge)  # the MCP rooms run in the app's lifespan, now started
+    try:
+        server = await RunningServer.started(settings, bridge)  # the MCP rooms run in the app's lifespan
+    except PortInUse:
+        if bridge is not None or await _holder(settings) is None:
+            raise  # an embedder's own bridge is the one to serve; or the port is not a bridge's
+        async with stdio_server() as (read, write):
+            await _serve_through_the_holder(settings, Relay(read, write))
+        return
     room = server.bridge.mcp.server(settings.room).server
     try:
         async with stdio_server() as (read, write):
             await room.run(read, write, room.create_initialization_options())
     finally:
         await server.stop()
+
+
+HOLDER_WAIT_SECONDS = 10  # a bridge that took the port over may take this long to answer
+
+
+async def _holder(settings: Settings) -> str | None:
+    try:
+        return await holder_of(_base_url(settings), settings.agent_token)
+    except UpstreamRefused as exc:
+        raise UnusableSettings(str(exc)) from None
+
+
+def _base_url(settings: Settings) -> str:
+    return f"http://{'[' + settings.host + ']' if ':' in settings.host else settings.host}:{settings.port}"
+
+
+async def _serve_through_the_holder(settings: Settings, relay: Relay) -> None:
+    """The agent's messages go to the bridge holding the port; when it stops, this process takes the
+    port (or follows whichever bridge took it), until the agent closes stdin."""
+    mcp_url = _base_url(settings) + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
+    while not relay.agent_done:
+        version = await _holder(settings)
+        if version is not None:
+            log.warning("port %d is held by agui-mcp-bridge %s: this agent is served through it (the same rooms, "
+                        "pages and tools)", settings.port, version)
+            async with AsyncExitStack() as upstream:
+                lost = await relay.through(await http_upstream(upstream, mcp_url, settings.agent_token),
+                                           gone=lambda: port_closed(settings.host, settings.port))
+            if not lost:
+                return  # the agent closed stdin
+            log.warning("the bridge on port %d stopped; this agent's calls in flight got an error", settings.port)
+        with anyio.move_on_after(HOLDER_WAIT_SECONDS) as waiting:
+            while True:  # take the port, or wait for whoever took it to answer
+                try:
+                    server = await RunningServer.started(settings, None)
+                except PortInUse:
+                    if await _holder(settings) is not None:
+                        break
+                    await anyio.sleep(0.2)
+                    continue
+                log.warning("this process now serves port %d", settings.port)
+                try:
+                    await _serve_through_own(server, settings.room, relay)
+                finally:
+                    await server.stop()
+                return
+        if waiting.cancelled_caught:
+            raise PortInUse(settings.host, settings.port)
+
+
+async def _serve_through_own(server: RunningServer, room_name: str, relay: Relay) -> None:
+    room = server.bridge.mcp.server(room_name).server
+    to_room, room_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    room_writes, from_room = anyio.create_memory_object_stream[SessionMessage](16)
+    async with anyio.create_task_group() as serving, to_room, from_room:
+        serving.start_soon(room.run, room_reads, room_writes, room.create_initialization_options())
+        await relay.through((from_room, to_room))
+        serving.cancel_scope.cancel()
