@@ -6,8 +6,8 @@
 Open the bridge's demo page (http://127.0.0.1:8765/) first, select some text on it, then run this:
 it searches for a tool that reads the selection, calls it, and prints what the user had selected.
 
-`tool_search` is one of the bridge's meta-tools. It is listed only when a room has too many tools to
-list (search mode), but it can be called in any room.
+`tool_search` is one of the bridge's meta-tools, listed in every room by default (with
+`--meta-tools search-mode`, only once a room has too many tools to list).
 """
 
 from __future__ import annotations
