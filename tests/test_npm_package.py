@@ -320,9 +320,7 @@ def docs_snippet(path: Path, heading: str, language: str = "js") -> str:
 
 
 async def test_the_agui_docs_node_app_runs_as_written(app, tmp_path):
-    # A fresh Node project whose node_modules are the app's (@ag-ui/client, and the package from the tarball).
-    (tmp_path / "package.json").write_text(json.dumps({"type": "module", "private": True}))
-    (tmp_path / "node_modules").symlink_to(app / "node_modules")
+    fresh_project(tmp_path, app)
     source = docs_snippet(ROOT / "docs" / "agui.md", "## Connecting")
     assert 'from "agui-mcp-bridge/agui"' in source and "http://127.0.0.1:8765/" in source
     async with running_bridge() as b, mcp_client(b) as agent:
@@ -351,3 +349,52 @@ async def test_the_agui_docs_node_app_runs_as_written(app, tmp_path):
             process.terminate()
             await process.communicate()
 
+
+
+# --- the package's README, as written -------------------------------------------------------------
+
+README = WEB_CLIENT / "README.md"
+
+
+def fresh_project(directory: Path, app: Path) -> Path:
+    """A new project whose node_modules are the app's (React, Vite, @ag-ui/client, and the tarball)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "package.json").write_text(json.dumps({"type": "module", "private": True}))
+    (directory / "node_modules").symlink_to(app / "node_modules")
+    return directory
+
+
+async def test_the_readme_react_quick_start_runs_as_written(browser, app, tmp_path):
+    project = fresh_project(tmp_path / "my-app", app)
+    source = docs_snippet(README, "## React quick start", "jsx")
+    (project / "src").mkdir()
+    (project / "index.html").write_text(
+        '<!doctype html><html><head><link rel="icon" href="data:,"></head><body><div id="root"></div>'
+        '<script type="module" src="/src/main.jsx"></script></body></html>')
+    (project / "vite.config.js").write_text((app / "vite.config.js").read_text())
+    async with running_bridge() as b:
+        (project / "src" / "main.jsx").write_text(source.replace("http://127.0.0.1:8765/", f"{b.url}/"))
+        run(app / "node_modules" / ".bin" / "vite", "build", cwd=project)
+        async with vite_preview(project, project / "dist") as site, \
+                open_page(browser, f"{site}/", ready="document.querySelector('li')") as page, mcp_client(b) as agent:
+            await page.wait_for_function("document.body.textContent.includes('Bridge: connected')")
+            await wait_for_tools(agent, "add_to_cart", "read_cart", "agui_user_confirm")
+            assert text_of(await agent.call_tool("add_to_cart", {"item": "scones"})) == "added scones"
+            await page.wait_for_function("document.querySelectorAll('li').length === 2")
+            assert (await agent.call_tool("read_cart", {})).structured_content == {"items": ["tea", "scones"]}
+
+
+async def test_the_readme_agui_quick_start_runs_as_written(app, tmp_path):
+    project = fresh_project(tmp_path / "calculator", app)
+    source = docs_snippet(README, "## AG-UI quick start")
+    async with running_bridge() as b, mcp_client(b) as agent:
+        (project / "app.mjs").write_text(source.replace("http://127.0.0.1:8765", b.url), encoding="utf-8")
+        process = await asyncio.create_subprocess_exec("node", "app.mjs", cwd=project, stdout=asyncio.subprocess.PIPE)
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(process.stdout.readline(), TIMEOUT)
+            assert line.decode().strip() == "serving add"
+            assert text_of(await agent.call_tool("add", {"a": 2, "b": 3})) == "5"
+        finally:
+            process.terminate()
+            await process.communicate()
