@@ -206,9 +206,16 @@ class RedisLink:
             await asyncio.wait_for(self._writes.join(), 2)
         except TimeoutError:
             pass
-        for runner in self._runners:
-            runner.cancel()
-        await asyncio.gather(*self._runners, return_exceptions=True)
+        # redis-py can swallow a cancel that lands mid-command (the loop then runs on): cancel again
+        # until each has ended.
+        running = set(self._runners)
+        for _ in range(25):
+            if not running:
+                break
+            for runner in running:
+                runner.cancel()
+            _, running = await asyncio.wait(running, timeout=0.2)
+        await asyncio.gather(*(r for r in self._runners if r.done()), return_exceptions=True)
         try:
             await self.redis.delete(self._proc(self.process_id))
         except RedisError:
