@@ -479,7 +479,7 @@ class RedisLink:
         session = self.hub.session(sid)
         if session is None:
             try:
-                self.hub.room(room)
+                self.hub.admit_page(room)
             except TooManyRooms:
                 log.warning("page %s of room %s is not served here: too many rooms", sid[:6], room)
                 return None
