@@ -7,8 +7,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from search_support import many_tools
 from support import page, running_bridge, tool
-from test_search_mode import many_tools
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 

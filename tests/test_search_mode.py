@@ -8,27 +8,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from search_support import DOMAINS, META, many_tools
 from support import eventually, page, running_bridge, tool
 
-META = ["tool_search", "tool_describe", "call_tool"]
 ERAS = ["legacy", "2026-07-28"]
-
-DOMAINS = {
-    "weather": "Get the weather forecast for a city",
-    "flight": "Book a flight between two airports",
-    "invoice": "Create an invoice for a customer",
-    "playlist": "Add a song to the user's music playlist",
-    "translate": "Translate text into another language",
-    "calendar": "Schedule a meeting in the user's calendar",
-}
-
-
-def many_tools(n: int) -> list[dict]:
-    """`n` distinct tools; the last six, deferred in search mode, are easy to find by what they do."""
-    named = [tool(f"{name}_tool", description, {"query": {"type": "string", "description": "what to look up"}})
-             for name, description in DOMAINS.items()]
-    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(n - len(named))]
-    return filler + named
 
 
 async def names(client: Client) -> list[str]:
