@@ -1,6 +1,10 @@
-"""Rooms for the search-mode tests: many tools, a few of them easy to find by what they do."""
+"""For the tests of search over MCP: rooms of many tools (a few easy to find by what they do), and an
+agent's listing and searches."""
 
 from __future__ import annotations
+
+import mcp_types as types
+from mcp import Client
 
 from support import tool
 
@@ -22,3 +26,20 @@ def many_tools(n: int) -> list[dict]:
              for name, description in DOMAINS.items()]
     filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(n - len(named))]
     return filler + named
+
+
+async def listed(client: Client) -> list[str]:
+    """The names the bridge lists now, asked past the client's response cache."""
+    return [t.name for t in (await client.list_tools(cache_mode="bypass")).tools]
+
+
+async def search(client: Client, query: str, limit: int | None = None) -> types.CallToolResult:
+    """A `tool_search` call that must succeed (with the bridge's default limit unless one is given)."""
+    arguments = {"query": query} | ({"limit": limit} if limit is not None else {})
+    result = await client.call_tool("tool_search", arguments)
+    assert not result.is_error, result.content
+    return result
+
+
+def match_names(result: types.CallToolResult) -> list[str]:
+    return [m["name"] for m in result.structured_content["matches"]]

@@ -474,6 +474,35 @@ async def test_300_tool_switch_turns_on_search_mode(browser, bridge):
         assert len(bridge.hub.room("default")) == len(USER_TOOLS) + len(PAGE_TOOLS)
 
 
+async def test_the_browser_client_pins_user_tools_registered_after_300_tools(browser, bridge):
+    async with mcp_client(bridge) as client:
+        html = f"""<!doctype html><title>Pinned</title><script type="module">
+          import {{ connect, registerUserTools }} from "{bridge.url}/client/agui-bridge.js";
+          import {{ generateTools, simulate }} from "{bridge.url}/client/demo-tools.js";
+          const bridge = await connect({{ url: "{bridge.url}" }});
+          await Promise.all(generateTools(300).map((t) => bridge.registerTool(t, (p) => simulate(t, p))));
+          await registerUserTools(bridge, {{ pinned: ["confirm"] }});
+          document.body.dataset.ready = "true";
+        </script>"""
+        with serve_html(html) as url:
+            async with open_page(browser, url):
+                names = await wait_for_tools(client, "agui_user_confirm", *META_TOOLS)
+                assert "agui_user_prompt" not in names and "agui_user_choose" not in names
+                assert len(bridge.hub.room("default")) == 303
+                described = await client.call_tool("tool_describe", {"name": "agui_user_confirm"})
+                assert described.structured_content["pinned"] is True
+
+
+async def test_the_demo_pins_its_confirm_dialog(browser, bridge):
+    async with mcp_client(bridge) as client, open_page(browser, bridge.url + "/") as demo:
+        await demo.get_by_role("checkbox", name="Register 300 more tools").check()
+        await demo.wait_for_function("document.body.dataset.manyTools === 'registered'")
+        await wait_for_tools(client, "agui_user_confirm", *META_TOOLS)
+        confirm = await client.call_tool("tool_describe", {"name": "agui_user_confirm"})
+        prompt = await client.call_tool("tool_describe", {"name": "agui_user_prompt"})
+        assert confirm.structured_content.get("pinned") is True and "pinned" not in prompt.structured_content
+
+
 async def test_dashboard_shows_pages_and_calls(browser, bridge):
     async with open_page(browser, bridge.url + "/") as page, mcp_client(bridge) as client, \
             open_page(browser, bridge.url + "/dashboard", ready=None) as dashboard:

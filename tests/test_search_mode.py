@@ -1,14 +1,19 @@
-"""Deferred tools and tool search, through a real bridge and the real MCP SDK client."""
+"""Search mode, through a real bridge and the real MCP SDK client: which tools are listed and which
+deferred (thresholds, pinned tools, bounded activation), tool_search, tool_describe and call_tool, what
+search matches show (compact signatures, input examples), and the deferred count agents are told."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 
 import mcp_types as types
 import pytest
 from mcp import Client
 
-from search_support import DOMAINS, META, many_tools
+from bridge.catalog import INPUT_EXAMPLES_META
+from search_support import DOMAINS, META, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge, tool
 
 ERAS = ["legacy", "2026-07-28"]
@@ -16,11 +21,6 @@ ERAS = ["legacy", "2026-07-28"]
 
 async def names(client: Client) -> list[str]:
     return [t.name for t in (await client.list_tools()).tools]
-
-
-async def search(client: Client, query: str, limit: int | None = None) -> types.CallToolResult:
-    arguments = {"query": query} | ({"limit": limit} if limit is not None else {})
-    return await client.call_tool("tool_search", arguments)
 
 
 async def test_count_threshold_in_and_out_of_search_mode():
@@ -178,3 +178,182 @@ async def test_a_page_leaving_removes_its_tools_from_the_index():
         await eventually(lambda: b.hub.room("default").get("submarine_sonar") is None)
         gone = await search(client, "submarine sonar")
         assert gone.structured_content["matches"] == []
+
+
+# --- pinned tools --------------------------------------------------------------------------------
+
+CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
+
+
+async def test_a_pinned_tool_registered_after_300_tools_is_listed():
+    filler = [tool(f"report_{i}", f"Export sales report number {i}") for i in range(300)]
+    async with running_bridge() as b, page(b, *filler) as p, Client(b.mcp_url(), mode="legacy") as client:
+        await p.register(CONFIRM)
+        assert "user_confirm" not in await listed(client)  # unpinned, registered last: deferred
+        await p.register(CONFIRM | {"pinned": True})  # the same tool, now pinned
+        names = await listed(client)
+        assert "user_confirm" in names and names[-3:] == META
+        described = await client.call_tool("tool_describe", {"name": "user_confirm"})
+        assert described.structured_content["pinned"] is True and described.structured_content["deferred"] is False
+
+
+async def test_pinned_tools_use_up_the_inline_limits_first():
+    pinned = [tool(f"pinned_{i}", "Always there", pinned=True) for i in range(3)]
+    async with running_bridge(inline_max=10) as b, page(b, *many_tools(30), *pinned), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        names = await listed(client)
+        page_tools = [n for n in names if n not in META]
+        # 10 - 3 meta-tools = 7 places: the 3 pinned tools, then the first 4 in registration order.
+        assert page_tools == [f"widget_{i}" for i in range(4)] + [f"pinned_{i}" for i in range(3)]
+        assert b.hub.room("default").listing().deferred == 33 - 7
+        async with page(b) as other:
+            await other.send({"type": "agui.tools.register", "tools": [{"name": "x", "pinned": "yes"}]})
+            registered, error = await other.reply(), await other.reply()
+            assert registered["tools"] == [] and error["code"] == "invalid_tool" and "pinned" in error["message"]
+
+
+# --- input examples ------------------------------------------------------------------------------
+
+TRANSFER = tool("transfer_money", "Transfer money to a recipient.\nAsks the bank to move funds.",
+                {"iban": {"type": "string", "pattern": "^[A-Z]{2}[0-9A-Z]+$"}, "amount": {"type": "number"},
+                 "currency": {"enum": ["EUR", "USD"]}, "note": {"type": "string"}},
+                ["iban", "amount", "currency"],
+                inputExamples=[{"iban": "DE89370400440532013000", "amount": 100, "currency": "EUR"},
+                               {"iban": "FR1420041010050500013M02606", "amount": 12.5, "currency": "EUR",
+                                "note": "rent"}])
+
+
+async def test_input_examples_reach_agents_in_the_listing_describe_and_search():
+    async with running_bridge(inline_max=10) as b, page(b, TRANSFER, *many_tools(20)), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        (listed_tool,) = [t for t in (await client.list_tools()).tools if t.name == "transfer_money"]
+        assert listed_tool.meta == {INPUT_EXAMPLES_META: TRANSFER["inputExamples"]}
+        described = (await client.call_tool("tool_describe", {"name": "transfer_money"})).structured_content
+        assert described["inputExamples"] == TRANSFER["inputExamples"] and "_meta" not in described
+        found = await search(client, "transfer money")
+        (entry,) = [m for m in found.structured_content["matches"] if m["name"] == "transfer_money"]
+        assert entry["examples"] == TRANSFER["inputExamples"]
+        assert 'example: {"iban": "DE89370400440532013000", "amount": 100, "currency": "EUR"}' in found.content[0].text
+
+
+@pytest.mark.parametrize("examples, problem", [
+    ([{"iban": "DE89", "amount": "lots", "currency": "EUR"}], r"inputExamples\[0\] does not match.*amount"),
+    ([TRANSFER["inputExamples"][0], {"iban": "de89", "amount": 1, "currency": "EUR"}],
+     r"inputExamples\[1\] does not match.*iban"),
+    ([{"amount": 1}], r"inputExamples\[0\].*'iban' is a required property"),
+    ([TRANSFER["inputExamples"][0]] * 6, r"inputExamples.*at most 5"),
+    (["not an object"], r"inputExamples\.0"),
+])
+async def test_an_example_that_does_not_match_its_schema_refuses_the_tool(examples, problem):
+    async with running_bridge() as b, page(b) as p, Client(b.mcp_url(), mode="legacy") as client:
+        await p.send({"type": "agui.tools.register", "id": 1, "tools": [tool("fine"), TRANSFER | {"inputExamples": examples}]})
+        registered, error = await p.reply(), await p.reply()
+        assert [t["name"] for t in registered["tools"]] == ["fine"]
+        assert error["code"] == "invalid_tool" and error["tool"] == "transfer_money", error
+        assert re.search(problem, error["message"]), error["message"]
+        assert await listed(client) == ["fine"]
+
+
+# --- bounded activation --------------------------------------------------------------------------
+
+
+async def test_activation_is_bounded_and_the_least_recently_used_leave_first():
+    queries = {"weather_tool": "weather forecast for a city", "flight_tool": "book a flight between airports",
+               "invoice_tool": "create an invoice for a customer", "playlist_tool": "add a song to my playlist",
+               "translate_tool": "translate text into another language"}
+    async with running_bridge(inline_max=10, max_activated=3) as b, page(b, *many_tools(60)) as p:
+        changes: list[object] = []
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                changes.append(message)
+
+        async with Client(b.mcp_url(), mode="legacy", message_handler=on_message) as client:
+            prefix = [n for n in await listed(client) if n not in META]
+            order = list(queries)
+            for name in order[:3]:
+                assert match_names(await search(client, queries[name], 1)) == [name]
+            assert set(await listed(client)) == {*prefix, *order[:3], *META}
+
+            await search(client, queries["weather_tool"], 1)  # found again: now the most recently used
+            before = len(changes)
+            assert match_names(await search(client, queries["playlist_tool"], 1)) == ["playlist_tool"]
+            assert match_names(await search(client, queries["translate_tool"], 1)) == ["translate_tool"]
+            names = await listed(client)
+            assert "flight_tool" not in names and "invoice_tool" not in names  # the least recently used left
+            assert {"weather_tool", "playlist_tool", "translate_tool"} <= set(names)
+            assert len(names) == len(prefix) + 3 + len(META)  # never more than max_activated on top
+            await eventually(lambda: len(changes) > before)  # agents are told the list changed
+
+            # A call of a tool that left the list brings it back, and pushes out the least recently used.
+            task = asyncio.create_task(client.call_tool("flight_tool", {}))
+            invoke = await p.event()
+            await p.answer(invoke["call_id"], "booked")
+            assert (await task).content[0].text == "booked"
+            names = await listed(client)
+            assert {"flight_tool", "playlist_tool", "translate_tool"} <= set(names) and "weather_tool" not in names
+            assert len(names) == len(prefix) + 3 + len(META)
+
+            # A search returning more than max_activated tools keeps its best ones listed.
+            wide = await search(client, "tool", 20)
+            assert len(wide.structured_content["matches"]) > 3
+            listed_now = set(await listed(client))
+            best = [n for n in match_names(wide) if n not in prefix][:3]
+            assert set(best) <= listed_now and len(listed_now) == len(prefix) + 3 + len(META)
+
+
+# --- compact matches -----------------------------------------------------------------------------
+
+
+async def test_search_matches_are_compact_and_describe_keeps_the_full_schema():
+    nested = tool("ship_order", "Ship an order to a customer address", {
+        "order_id": {"type": "string"}, "items": {"type": "array", "items": {"type": "integer"}},
+        "speed": {"enum": ["standard", "express"]}, "address": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "gift": {"type": "boolean", "description": "Wrap it"}}, ["order_id", "items", "speed", "address"])
+    long = tool("long_tool", "Summarise a long report " + "with many words " * 30 + "\nSecond line.")
+    async with running_bridge(inline_max=10) as b, page(b, *many_tools(20), TRANSFER, nested, long), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        found = await search(client, "ship an order to a customer")
+        entry = found.structured_content["matches"][0]
+        assert entry == {"name": "ship_order", "tool": "ship_order", "description": nested["description"],
+                         "required": {"order_id": "string", "items": "integer[]", "speed": '"standard"|"express"',
+                                      "address": "object"},
+                         "optional": ["gift"]}
+        assert ('- ship_order(order_id: string, items: integer[], speed: "standard"|"express", address: object; '
+                'optional: gift): Ship an order') in found.content[0].text
+        assert "tool_describe shows a tool's full definition" in found.content[0].text
+        transfer = (await search(client, "transfer money to a recipient")).structured_content["matches"][0]
+        assert transfer["description"] == "Transfer money to a recipient."  # its first line
+        assert transfer["required"] == {"iban": "string", "amount": "number", "currency": '"EUR"|"USD"'}
+        cut = (await search(client, "summarise a long report")).structured_content["matches"][0]
+        assert len(cut["description"]) == 160 and cut["description"].endswith("…")
+
+        described = (await client.call_tool("tool_describe", {"name": "ship_order"})).structured_content
+        assert described["inputSchema"] == nested["inputSchema"]
+        full_entry = {"name": "ship_order", "tool": "ship_order", "description": nested["description"],
+                      "inputSchema": nested["inputSchema"]}
+        assert len(json.dumps(entry)) < len(json.dumps(full_entry))
+
+
+# --- what agents are told about deferred tools ---------------------------------------------------
+
+
+async def test_the_deferred_count_agents_are_told_follows_activation():
+    def told(instructions: str | None) -> int:
+        found = re.search(r"(\d+) more tools are not listed", instructions or "")
+        assert found, instructions
+        return int(found.group(1))
+
+    async with running_bridge(inline_max=10, max_activated=2) as b, page(b, *many_tools(60), CONFIRM | {"pinned": True}):
+        room = b.hub.room("default")
+        async with Client(b.mcp_url(), mode="legacy") as client:
+            page_tools = [n for n in await listed(client) if n not in META]
+            assert told(client.instructions) == len(room) - len(page_tools) == room.listing().deferred == 61 - 7
+            result = await search(client, "weather forecast for a city", 1)
+            assert result.structured_content["deferred"] == 61 - 8
+            await search(client, "create an invoice for a customer", 1)
+            last = await search(client, "translate text into another language", 1)  # one leaves: still 2 on top
+            assert last.structured_content["deferred"] == 61 - 9 == room.listing().deferred
+        async with Client(b.mcp_url(), mode="legacy") as later:
+            page_tools = [n for n in await listed(later) if n not in META]
+            assert told(later.instructions) == 61 - 9 == len(room) - len(page_tools)

