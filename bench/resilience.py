@@ -36,8 +36,8 @@ allocator keeping a peak (growing once).
     .venv/bin/python bench/resilience.py --bridge-src /tmp/variant   # a scratch copy of the package
     .venv/bin/python bench/resilience.py --redis    # pages on one process, agents on another (Redis)
 
-Exits 1 when any call was lost, doubled, wrong or an error. tests/test_resilience.py runs the quick
-variant through `run()`.
+Exits 1 when any call was lost, doubled, wrong or an error; `--json PATH` also writes the run's counts
+there. tests/test_resilience.py runs the quick variant so (`--quick --no-warmup --settle 0 --json ...`).
 """
 
 from __future__ import annotations
@@ -139,6 +139,16 @@ class Tally:
     def failed(self) -> bool:
         return (bool(self.errors or self.lost or self.wrong or self.doubled) or self.ok != self.calls
                 or (self.warmup is not None and self.warmup.failed))
+
+    def figures(self) -> dict[str, Any]:
+        """What `--json` writes: the counts (lists counted, not listed: the report shows the first ones)."""
+        counts = ("calls", "ok", "invocations", "replays", "answers", "resent", "refused", "rescued", "renamed",
+                  "not_resumed", "relisted", "rss_before_kb", "rss_after_kb", "seconds")
+        listed = ("errors", "lost", "wrong", "doubled", "fault_failures")
+        counters = ("faults", "page_errors", "unexpected_closes", "reconnect_failures")
+        return ({"failed": self.failed} | {name: getattr(self, name) for name in counts}
+                | {name: len(getattr(self, name)) for name in listed}
+                | {name: dict(getattr(self, name)) for name in counters})
 
 
 # --- the bridge, as a process ------------------------------------------------------------------
@@ -777,6 +787,9 @@ def main() -> None:
     parser.add_argument("--redis", action="store_true",
                         help="shared mode: the pages on one bridge process, the agents on another, through a "
                              "redis-server started on a free port (Debian's)")
+    parser.add_argument("--settle", type=float, help="seconds before reading memory (default 3, --quick 1)")
+    parser.add_argument("--no-warmup", action="store_true", help="no warm-up round: memory growth includes first use")
+    parser.add_argument("--json", metavar="PATH", help="also write the run's counts to PATH as JSON")
     args = parser.parse_args()
     if args.faults is not None:
         kinds = tuple(k.strip().replace("_", " ").replace("-", " ") for k in args.faults.split(","))
@@ -789,11 +802,14 @@ def main() -> None:
                                    ("seed", args.seed), ("resend_window", args.resend_window),
                                    ("client_keepalive", args.client_keepalive), ("bridge_src", args.bridge_src),
                                    ("faults", args.faults), ("rounds", args.rounds),
-                                   ("stall", args.stall), ("redis", args.redis or None)) if v is not None}
+                                   ("stall", args.stall), ("redis", args.redis or None), ("settle", args.settle),
+                                   ("warmup", False if args.no_warmup else None)) if v is not None}
     cfg = Config.quick(**overrides) if args.quick else Config(**overrides)
     print(machine(), flush=True)
     tally = asyncio.run(run(cfg, progress=lambda msg: print(msg, flush=True)))
     print(report(cfg, tally))
+    if args.json:
+        Path(args.json).write_text(json.dumps(tally.figures(), indent=1))
     sys.exit(1 if tally.failed else 0)
 
 
