@@ -114,6 +114,21 @@ class CallTable:
     def waiting_for(self, session_id: str) -> int:
         return self._for_page[session_id]
 
+    @property
+    def rooms_with_calls(self) -> frozenset[str]:
+        """The rooms `waiting_in` keeps a count for: those with a call in flight."""
+        return frozenset(self._in_room)
+
+    @property
+    def pages_with_calls(self) -> frozenset[str]:
+        """The session ids `waiting_for` keeps a count for: the pages with a call in flight."""
+        return frozenset(self._for_page)
+
+    @property
+    def timer_set(self) -> bool:
+        """Whether the timer that times the oldest call out is set (never without a timeout)."""
+        return self._timer is not None
+
     def in_flight(self, session_id: str | None = None, *, room: str | None = None) -> list[Call]:
         return [c for c in self._calls.values()
                 if (session_id is None or c.session_id == session_id) and (room is None or c.room == room)]

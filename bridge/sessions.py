@@ -68,6 +68,11 @@ class PageSession:
         """The calls this page has been asked and that have not ended."""
         return frozenset(self._invocations)
 
+    def buffered_events(self) -> list[PageEvent]:
+        """The events kept for event streams, oldest first: the invocations of the calls that have
+        not ended, and the latest other events."""
+        return list(self._events.values())
+
     def push(self, data: dict[str, Any]) -> PageEvent:
         event = PageEvent(self._next_id, data["type"], data)
         self._keep(event)

@@ -194,7 +194,7 @@ async def test_call_table_counts_calls_waiting_per_room_and_page():
     table.close(a2, Outcome(result=1))
     table.close(b1, Outcome(result=1))
     assert table.waiting_in("r") == table.waiting_for("A") == table.waiting_in("q") == table.waiting_in("nowhere") == 0
-    assert not table._in_room and not table._for_page  # nothing kept for rooms and pages with no call
+    assert not table.rooms_with_calls and not table.pages_with_calls  # nothing kept for rooms and pages with no call
 
 
 async def test_call_ids_are_unique():
@@ -242,7 +242,7 @@ def test_call_table_times_out_on_a_new_event_loop_too():
 async def test_call_table_without_timeout_sets_no_timer():
     table = CallTable()
     call = table.open(room="r", session_id="S", tool_key="t", arguments={})
-    assert table._timer is None and call.deadline == float("inf")
+    assert not table.timer_set and call.deadline == float("inf")
 
 
 def test_monotonic_progress():
@@ -324,7 +324,8 @@ async def test_waiting_invocations_are_never_evicted_by_other_events():
     fresh = session.stream(None)
     delivered = [(await anext(fresh)).data["call_id"] for _ in range(OTHER_EVENTS_KEPT + 300)]
     assert delivered == [f"c{i}" for i in range(OTHER_EVENTS_KEPT + 300)]
-    assert len(session._others) == OTHER_EVENTS_KEPT
+    others = [e.data["call_id"] for e in session.buffered_events() if e.name != "agui.tool.invoke"]
+    assert others == [f"gone{i}" for i in range(50, OTHER_EVENTS_KEPT + 50)]  # the newest ones, no more
 
 
 async def test_an_event_pushed_while_the_stream_yields_is_not_lost():
@@ -385,7 +386,7 @@ async def test_hub_call_round_trip_and_page_gone():
     tool = h.room("default").get("t")
     call = asyncio.create_task(h.call(tool, {"x": 1}, mcp_request_id=4))
     await asyncio.sleep(0)
-    (invoke,) = [e.data for e in session._events.values()]
+    (invoke,) = [e.data for e in session.buffered_events()]
     assert invoke["params"] == {"x": 1} and invoke["mcp_request_id"] == 4
     await h.handle(session, ToolReturn(type="agui.tool.return", call_id=invoke["call_id"], result="done"))
     assert (await call).result == "done"
@@ -440,7 +441,7 @@ async def test_hub_timeout_pushes_cancel():
     await h.handle(session, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "t"}]))
     outcome = await h.call(h.room("default").get("t"), {})
     assert outcome.kind == "timeout"
-    assert [e.name for e in session._events.values()] == ["agui.tool.cancel"]  # the answered invocation is gone
+    assert [e.name for e in session.buffered_events()] == ["agui.tool.cancel"]  # the answered invocation is gone
     assert len(h.calls) == 0
 
 
