@@ -154,6 +154,11 @@ class RoomServer:
             self._notify_task = asyncio.get_running_loop().create_task(self._notify_if_changed())
             self._notify_task.add_done_callback(_log_failure)
 
+    async def notifications_sent(self) -> None:
+        """Returns once the notifications of the changes made so far have gone out."""
+        if self._notify_task is not None:
+            await asyncio.shield(self._notify_task)
+
     async def _notify_if_changed(self) -> None:
         await asyncio.sleep(0)
         self.server.instructions = self._instructions()  # once per burst of changes, like the notification
@@ -293,6 +298,16 @@ class McpRooms:
         served, server = self._served.get(room), self._servers.get(room)
         return {"requests_open": served.requests if served else 0,
                 "handshake_sessions_seen": len(server.legacy_sessions) if server else 0}
+
+    @property
+    def served_rooms(self) -> frozenset[str]:
+        """The rooms whose Streamable HTTP endpoint runs (their session managers started)."""
+        return frozenset(self._served)
+
+    @property
+    def rooms_with_servers(self) -> frozenset[str]:
+        """The rooms with an MCP server, each of which holds its room in the hub."""
+        return frozenset(self._servers)
 
     def server(self, room: str) -> RoomServer:
         """The room's MCP server; it holds the room until the room is freed. At most `max_rooms` rooms

@@ -36,7 +36,7 @@ async def test_a_change_made_while_notifying_is_notified_too():
     session.release.set()
     await asyncio.sleep(0.01)
     session.release.set()
-    await asyncio.wait_for(server._notify_task, 1)
+    await asyncio.wait_for(server.notifications_sent(), 1)
     assert session.sent == 2  # the second change was not swallowed by the running notifier
 
 
@@ -50,9 +50,9 @@ async def test_changes_in_one_tick_notify_once_and_no_change_notifies_nothing():
 
     for name in ("a", "b", "c"):
         room.register("S", None, [check_definition({"name": name})])
-    await asyncio.wait_for(server._notify_task, 1)
+    await asyncio.wait_for(server.notifications_sent(), 1)
     assert session.sent == 1
     session.release.set()
     room.register("S", None, [check_definition({"name": "a"})])  # same definition again: listing unchanged
-    await asyncio.wait_for(server._notify_task, 1)
+    await asyncio.wait_for(server.notifications_sent(), 1)
     assert session.sent == 1

@@ -15,11 +15,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx
+import httpx2
 import pytest
 import websockets
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from bridge.app import Bridge
@@ -39,7 +39,8 @@ CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {
 async def agent(url: str, token: str | None, mode: str = "legacy"):
     """The real MCP SDK client, sending `Authorization: Bearer <token>` on every request."""
     headers = {"Authorization": f"Bearer {token}"} if token is not None else None
-    async with create_mcp_http_client(headers=headers) as http, \
+    # Headers go on the HTTP client, as the SDK's streamable_http_client says; its timeouts are the SDK's defaults.
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
             Client(streamable_http_client(url, http_client=http), mode=mode) as client:
         yield client
 
@@ -148,7 +149,7 @@ async def test_agents_need_the_bearer_token_on_every_mcp_endpoint():
                     assert "Authorization: Bearer" in response.text
         # Refused requests make no room and start no MCP server.
         assert len(b.hub.catalog) == rooms_before and b.hub.catalog.get("elsewhere") is None
-        assert "elsewhere" not in b.bridge.mcp._served
+        assert "elsewhere" not in b.bridge.mcp.served_rooms
 
         # The real SDK client with a wrong token fails, rather than waiting.
         for mode in ERAS:
@@ -320,19 +321,19 @@ async def test_rooms_only_agents_used_are_freed():
     async with running_bridge(idle_room_seconds=2) as b, page(b, CONFIRM, room="kept") as p, \
             httpx.AsyncClient(timeout=10) as http:
         assert (await http.post(b.mcp_url("kept"), json=INITIALIZE, headers=MCP_HEADERS)).status_code == 200
-        rooms_before, served_before = len(b.hub.catalog), len(b.bridge.mcp._served)
+        rooms_before, served_before = len(b.hub.catalog), len(b.bridge.mcp.served_rooms)
         most = 0
         for n in range(300):
             response = await http.post(b.mcp_url(f"r{n}"), json=INITIALIZE, headers=MCP_HEADERS)
             assert response.status_code == 200, response.text
             most = max(most, len(b.hub.catalog))
         assert most > rooms_before + 50  # they did exist (the first may be freed already)
-        await eventually(lambda: len(b.hub.catalog) == rooms_before and len(b.bridge.mcp._served) == served_before)
-        assert len(b.bridge.mcp._servers) == served_before
+        await eventually(lambda: len(b.hub.catalog) == rooms_before and len(b.bridge.mcp.served_rooms) == served_before)
+        assert len(b.bridge.mcp.rooms_with_servers) == served_before
         assert all(b.hub.catalog.get(f"r{n}") is None for n in range(300))
         # A room with a page stays, and so do its tools.
         await asyncio.sleep(0.5)
-        assert b.hub.catalog.get("kept") is not None and "kept" in b.bridge.mcp._served
+        assert b.hub.catalog.get("kept") is not None and "kept" in b.bridge.mcp.served_rooms
         async with Client(b.mcp_url("kept"), mode="legacy") as client:
             assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
             _, result = await call_and_answer(client, p, "user_confirm", {"title": "x"}, result="still here")
