@@ -2,7 +2,7 @@
 
 Updated in place, never rebuilt: add() and remove() adjust postings, document lengths and
 document frequencies (LiveBM25, this module's own incremental BM25 with rank_bm25's
-BM25Okapi formula, which tests/test_search.py checks it against), idf is read from those
+BM25Okapi formula, which tests/test_search_index.py checks it against), idf is read from those
 counts, and a query scores only the tools holding each of its terms. What it computed is
 kept across changes, brought up to date with the tools that changed. The best word matches
 are then reordered by the letter trigrams of their stems (see RERANK_DEPTH), which costs
@@ -149,7 +149,7 @@ class LiveBM25:
 
         score(d, q) = sum over terms t of q:  idf(t) x tf(t, d) (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| / avgdl))
 
-    with the idf given (tests/test_search.py checks the scores against BM25Okapi's own on a
+    with the idf given (tests/test_search_index.py checks the scores against BM25Okapi's own on a
     small corpus, given its idf). Documents live in slots; put() and clear() keep the term
     counts, lengths and postings current, and nothing is rebuilt.
 

@@ -479,7 +479,7 @@ async def test_a_stray_message_on_a_channel_stops_nothing(redis_url):
 
 
 async def test_an_agui_thread_on_one_process_serves_an_agent_on_another(redis_url):
-    from test_agui import answer, run, run_input  # the AG-UI wire helpers
+    from agui_support import answer, run, run_input  # the AG-UI wire helpers
 
     async with bridges(redis_url, page_grace=5) as (a, b), Client(b.mcp_url(), mode="legacy") as client:
         async with run(a, run_input()) as r:
