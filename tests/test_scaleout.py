@@ -12,7 +12,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import SimpleNamespace
 
@@ -24,25 +23,13 @@ import redis
 import websockets
 from mcp import Client
 
+from redis_support import start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 ERAS = ["legacy", "2026-07-28"]
-
-
-def start_redis(port: int) -> subprocess.Popen:
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            return server
-        except redis.ConnectionError:
-            time.sleep(0.02)
-    raise AssertionError("redis-server did not start")
 
 
 @pytest.fixture(scope="module")
@@ -345,17 +332,6 @@ def start_process(port: int, redis_url: str, page_grace: float = 10) -> subproce
                              "--redis-heartbeat", "0.2", "--page-grace", str(page_grace), "--max-calls-per-page", "500",
                              "--log-level", "warning"],
                             stderr=subprocess.DEVNULL)
-
-
-async def wait_for_port(port: int) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(200):
-            try:
-                await http.get(f"http://127.0.0.1:{port}/api/state")
-                return
-            except httpx.HTTPError:
-                await asyncio.sleep(0.05)
-    raise AssertionError(f"no bridge came up on port {port}")
 
 
 TOKEN_TOOL = tool("echo_token", "Answer with the token.", {"token": {"type": "string"}}, ["token"])
