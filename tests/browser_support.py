@@ -65,6 +65,8 @@ class BrowserPage:
     def __init__(self, context, page) -> None:
         self.context, self.page = context, page
         self.console: list[str] = []
+        self.sockets: list[str] = []  # the WebSockets it opened (connection attempts)
+        page.on("websocket", lambda ws: self.sockets.append(ws.url))
         page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
 

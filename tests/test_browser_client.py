@@ -10,14 +10,15 @@ import asyncio
 import json
 import shutil
 import tempfile
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 import websockets
-from browser_support import TIMEOUT, BrowserPage, mcp_client, static_server, text_of, wait_for_tools
+from browser_support import mcp_client, open_page, static_server, text_of, wait_for_tools
 from support import free_port, running_bridge
 
+READY = "document.body.dataset.ready"  # set once the page has connected, or failed to
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "pT0k3n-for-the-tests_x1"
 AGENT_TOKEN = "aT0k3n-for-the-dashboard"
@@ -81,30 +82,10 @@ def served(name: str, html: str, *, with_client: bool = False):
             yield f"{origin}/{name}"
 
 
-@asynccontextmanager
-async def browser_page(browser, url: str, *, ready: str | None = "document.body.dataset.ready"):
-    """A page in its own context; `page.sockets` counts the WebSockets it opened (connection attempts)."""
-    context = await browser.new_context()
-    page = BrowserPage(context, await context.new_page())
-    page.set_default_timeout(TIMEOUT * 1000)
-    page.sockets = []
-    page.on("websocket", lambda ws: page.sockets.append(ws.url))
-    try:
-        await page.goto(url)
-        if ready:
-            await page.wait_for_function(ready)
-        yield page
-    except BaseException:
-        print("--- browser console ---", *page.console, sep="\n")
-        raise
-    finally:
-        await context.close()
-
-
 async def test_a_page_opened_before_the_bridge_connects_once_it_starts(browser):
     port = free_port()
     with served("early.html", EARLY_PAGE, with_client=True) as url:
-        async with browser_page(browser, f"{url}?bridge={quote(f'http://127.0.0.1:{port}/')}") as page:
+        async with open_page(browser, f"{url}?bridge={quote(f'http://127.0.0.1:{port}/')}", ready=READY) as page:
             loaded_at = await page.evaluate("window.loadedAt")
             await asyncio.sleep(5)  # the bridge starts 5 s after the page
             assert await page.evaluate("window.failed ?? null") is None, "connect() gave up"
@@ -126,7 +107,7 @@ async def test_a_page_opened_before_the_bridge_connects_once_it_starts(browser):
 
 async def test_the_demo_page_takes_its_page_token_from_the_fragment(browser):
     async with running_bridge(token=TOKEN) as bridge:
-        async with browser_page(browser, f"{bridge.url}/#token={TOKEN}",
+        async with open_page(browser, f"{bridge.url}/#token={TOKEN}",
                                 ready="document.body.dataset.ready === 'true'") as page, \
                 mcp_client(bridge) as client:
             await wait_for_tools(client, "agui_user_confirm", "page_read_form")
@@ -143,7 +124,7 @@ async def test_the_demo_page_takes_its_page_token_from_the_fragment(browser):
 async def test_a_wrong_or_missing_page_token_rejects_connect_and_is_not_retried(browser):
     async with running_bridge(token=TOKEN) as bridge:
         # The demo page with a wrong token says which, with the bridge's words and how to pass one.
-        async with browser_page(browser, f"{bridge.url}/#token=wrong",
+        async with open_page(browser, f"{bridge.url}/#token=wrong",
                                 ready="document.body.dataset.ready === 'failed'") as page:
             state = await page.text_content("#state")
             assert state.startswith("closed: unauthorized:"), state
@@ -153,7 +134,7 @@ async def test_a_wrong_or_missing_page_token_rejects_connect_and_is_not_retried(
 
         with served("token.html", TOKEN_PAGE.format(bridge=bridge.url)) as url:
             for query, problem in (("?token=wrong", "is not the one it needs"), ("", "is missing")):
-                async with browser_page(browser, url + query) as page:
+                async with open_page(browser, url + query, ready=READY) as page:
                     error = await page.evaluate("window.connectError")
                     assert error["name"] == "AguiBridgeError" and error["code"] == "unauthorized", error
                     assert problem in error["message"], error
@@ -174,7 +155,7 @@ async def wrong_guesses(bridge, count: int) -> None:
 async def test_too_many_wrong_tokens_reject_connect_with_retry_after(browser):
     async with running_bridge(token=TOKEN) as bridge:
         with served("token.html", TOKEN_PAGE.format(bridge=bridge.url)) as url:
-            async with browser_page(browser, f"{url}?token={TOKEN}&manual") as page:
+            async with open_page(browser, f"{url}?token={TOKEN}&manual", ready=READY) as page:
                 # The bucket refills one guess a second: the page says hello right after the guesses.
                 await wrong_guesses(bridge, 10)
                 await page.evaluate("go()")
@@ -194,7 +175,7 @@ async def test_a_reconnecting_page_slowed_down_by_others_guesses_comes_back(brow
     # Its token was taken before: wrong guesses from the same address only delay its return.
     async with running_bridge(token=TOKEN, page_grace=30) as bridge, mcp_client(bridge) as client:
         with served("token.html", TOKEN_PAGE.format(bridge=bridge.url)) as url:
-            async with browser_page(browser, f"{url}?token={TOKEN}") as page:
+            async with open_page(browser, f"{url}?token={TOKEN}", ready=READY) as page:
                 await page.evaluate("bridge.registerTool({name: 'still_here'}, () => 'here')")
                 await wait_for_tools(client, "still_here")
                 session_id = await page.evaluate("bridge.sessionId")
@@ -209,8 +190,8 @@ async def test_a_reconnecting_page_slowed_down_by_others_guesses_comes_back(brow
 
 async def test_the_dashboard_takes_the_agent_token_from_the_fragment(browser):
     async with running_bridge(agent_token=AGENT_TOKEN) as bridge:
-        async with browser_page(browser, f"{bridge.url}/") as demo, \
-                browser_page(browser, f"{bridge.url}/dashboard#agent_token={AGENT_TOKEN}", ready=None) as dashboard:
+        async with open_page(browser, f"{bridge.url}/", ready=READY) as demo, \
+                open_page(browser, f"{bridge.url}/dashboard#agent_token={AGENT_TOKEN}", ready=None) as dashboard:
             await demo.wait_for_function("document.body.dataset.ready === 'true'")
             await dashboard.locator("#rooms").get_by_text("agui-mcp-bridge demo").wait_for()
             assert "agui_user_confirm" in await dashboard.text_content("#rooms")
@@ -219,6 +200,6 @@ async def test_the_dashboard_takes_the_agent_token_from_the_fragment(browser):
             await dashboard.reload()  # kept for the tab
             await dashboard.locator("#rooms").get_by_text("agui-mcp-bridge demo").wait_for()
         # Without it (the prompt dismissed) the dashboard says what it needs, not "unreachable".
-        async with browser_page(browser, f"{bridge.url}/dashboard", ready=None) as dashboard:
+        async with open_page(browser, f"{bridge.url}/dashboard", ready=None) as dashboard:
             await dashboard.wait_for_function("document.getElementById('status').dataset.state === 'closed'")
             assert "agent token" in await dashboard.text_content("#status")
