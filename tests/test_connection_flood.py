@@ -186,14 +186,21 @@ async def test_a_request_head_sent_slowly_gets_408_after_the_head_timeout(kept_a
             await _quick_request(reader, writer)
             await asyncio.sleep(1)  # idle between requests for twice the deadline
             await _quick_request(reader, writer)
-        answer = asyncio.create_task(_read_all(reader))
         head = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Slow: " + b"." * 200 + b"\r\n\r\n"
-        sending = asyncio.create_task(_trickle(writer, head, answer, every=0.05))
-        response = await asyncio.wait_for(answer, BOUND)
-        sending.cancel()
-        writer.close()
+        response = await _trickled(reader, writer, head)
     assert response.startswith(b"HTTP/1.1 408 "), response
     assert b"request head" in response and b"--request-head-timeout" in response, response
+
+
+async def _trickled(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes) -> bytes:
+    """Send `data` a byte every 50 ms until the bridge answers; the answer, once the connection closes."""
+    answer = asyncio.create_task(_read_all(reader))
+    sending = asyncio.create_task(_trickle(writer, data, answer, every=0.05))
+    try:
+        return await asyncio.wait_for(answer, BOUND)
+    finally:
+        sending.cancel()
+        writer.close()
 
 
 async def test_a_request_body_sent_slowly_gets_408_after_the_body_timeout():
@@ -204,11 +211,7 @@ async def test_a_request_body_sent_slowly_gets_408_after_the_body_timeout():
     async with running_bridge(request_body_timeout=0.5) as b:
         reader, writer = await asyncio.open_connection("127.0.0.1", b.server.port)
         writer.write(head + body[:10])
-        answer = asyncio.create_task(_read_all(reader))
-        sending = asyncio.create_task(_trickle(writer, body[10:], answer, every=0.05))
-        response = await asyncio.wait_for(answer, BOUND)
-        sending.cancel()
-        writer.close()
+        response = await _trickled(reader, writer, body[10:])
     assert response.startswith(b"HTTP/1.1 408 "), response
     assert b"request body" in response and b"--request-body-timeout" in response, response
 
