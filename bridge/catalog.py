@@ -146,16 +146,32 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
         problem = schemas.schema_problem(schema, limits.schema)
         if problem is not None:
             raise ValueError(f"{field_name} is not a usable JSON Schema: {problem}")
+    # Free JSON agents are shown as it is: bounded like a schema, so that no tools/list fails to
+    # serialize (too deep) or grows without end (too large).
+    if definition.annotations is not None:
+        _check_free_json("annotations", definition.annotations.model_dump(exclude_none=True), limits.schema)
     if definition.inputExamples:
-        size = len(json.dumps(definition.inputExamples, separators=(",", ":")).encode())
-        if size > limits.schema.max_bytes:
-            raise ValueError(f"inputExamples: {size} bytes, over the limit of {limits.schema.max_bytes}")
-        validator = schemas.Validator(definition.inputSchema)
+        _check_free_json("inputExamples", definition.inputExamples, limits.schema, per_item=True)
+        # The examples of a tool share one work budget: a page cannot buy more with more examples.
+        steps = schemas.VALIDATION_STEPS // len(definition.inputExamples)
+        check = schemas.SchemaCheck(definition.inputSchema, steps=steps)
         for number, example in enumerate(definition.inputExamples):
-            problem = schemas.errors(validator, example, "(example)")
+            problem = check.errors(example, "(example)")
             if problem is not None:
                 raise ValueError(f"inputExamples[{number}] does not match the inputSchema: {problem}")
     return definition
+
+
+def _check_free_json(field_name: str, value: Any, limits: SchemaLimits, *, per_item: bool = False) -> None:
+    """`per_item`: `value` is the protocol's own list, each item named in errors and bounded in depth."""
+    size = len(json.dumps(value, separators=(",", ":")).encode())
+    if size > limits.max_bytes:
+        raise ValueError(f"{field_name}: {size} bytes, over the limit of {limits.max_bytes}")
+    parts = [(f"{field_name}[{n}]", item) for n, item in enumerate(value)] if per_item else [(field_name, value)]
+    for where, part in parts:
+        depth = schemas.nesting(part)
+        if depth > limits.max_depth:
+            raise ValueError(f"{where}: nests {depth} levels deep, over the limit of {limits.max_depth}")
 
 
 @dataclass(frozen=True)

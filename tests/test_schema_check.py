@@ -39,6 +39,7 @@ def schemas_of(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[dict]:
                   st.sampled_from([0, 1, 1.5, -1])),
         st.tuples(st.sampled_from(["minLength", "maxLength", "minItems", "maxItems"]), st.integers(0, 2)),
         st.tuples(st.sampled_from(["description", "title", "format"]), st.just("email")),
+        st.tuples(st.just("pattern"), st.sampled_from(["^a", "b$", "t", "^$", "é"])),
     )
     return st.lists(keyword, max_size=4).map(dict)
 
@@ -88,7 +89,8 @@ def test_true_is_not_one_and_keywords_it_does_not_handle_go_to_jsonschema():
     assert not quick_check({"const": 0})(False)
     assert not quick_check({"type": "number"})(True)
     for schema in ({"$ref": "#/$defs/x", "$defs": {"x": {}}}, {"anyOf": [{"type": "string"}]},
-                   {"pattern": "^a"}, {"properties": {"a": {"not": {}}}}, {"enum": [[1]]},
+                   {"uniqueItems": True}, {"properties": {"a": {"not": {}}}}, {"enum": [[1]]},
                    {"prefixItems": [{}], "items": False}, {"type": "strange"}):
         assert quick_check(schema) is None, schema
     assert SchemaCheck({"pattern": "^a"}).errors("b", "(arguments)") == "(arguments): 'b' does not match '^a'"
+    assert quick_check({"pattern": "^a"})("abc") and not quick_check({"pattern": "^a"})("b")
