@@ -22,6 +22,7 @@ from bridge import messages
 from bridge.calls import CallTable, Outcome, ProgressSink
 from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition,
                             estimate_tokens)
+from bridge.definition_checks import Checks
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
                             UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
@@ -450,7 +451,7 @@ class Hub:
     async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
         # Checking JSON Schemas costs ~1 ms a tool: done in a thread so a page bringing hundreds of
         # tools does not stall the loop; the catalog then takes them in slices for the same reason.
-        definitions, errors = await asyncio.to_thread(_check_definitions, msg.tools, self._definition_limits)
+        definitions, errors = await _check_definitions(msg.tools, self._definition_limits)
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
         errors += refused
@@ -619,12 +620,19 @@ def _unknown_call(msg: ToolReturn | ToolProgress) -> ProtocolError:
                          "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 
 
-def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
-                       ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
-    definitions, errors = [], []
-    for raw in raw_tools:
+async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
+                             ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
+    """Each definition checked (off the loop, in fair turns with other pages' registrations)."""
+    def check(raw: Any) -> ToolDefinition | tuple[Any, str]:
         try:
-            definitions.append(check_definition(raw, limits))
+            return check_definition(raw, limits)
         except ValueError as exc:
-            errors.append((raw.get("name") if isinstance(raw, dict) else None, str(exc)))
+            return raw.get("name") if isinstance(raw, dict) else None, str(exc)
+
+    definitions, errors = [], []
+    for checked in await Checks(raw_tools, check).run():
+        if isinstance(checked, ToolDefinition):
+            definitions.append(checked)
+        else:
+            errors.append(checked)
     return definitions, errors
