@@ -8,6 +8,7 @@ frame into a model or raises `ProtocolError` with the code the page will see.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -125,9 +126,17 @@ def _non_finite(constant: str) -> None:
     raise ValueError(f"{constant} is not a JSON number")
 
 
+def _finite(number: str) -> float:
+    value = float(number)
+    if math.isinf(value):  # 1e400: Python reads infinity, which no JSON can carry on to the agent
+        shown = number if len(number) <= 40 else number[:39] + "…"
+        raise ValueError(f"{shown} is not a JSON number (it overflows to infinity)")
+    return value
+
+
 def parse_page_message(text: str) -> Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress:
     try:
-        raw = json.loads(text, parse_constant=_non_finite)
+        raw = json.loads(text, parse_constant=_non_finite, parse_float=_finite)
     except (ValueError, RecursionError) as exc:  # ValueError covers integers too long to convert
         raise ProtocolError("bad_json", f"Not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
