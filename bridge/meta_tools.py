@@ -20,6 +20,8 @@ from bridge.catalog import Room, Tool
 from bridge.results import error_result
 
 SEARCH_LIMIT_MAX = 20
+QUERY_MAX_CHARS = 1000  # a search query: keywords, not documents; longer ones are refused, never echoed
+NAME_SHOWN_CHARS = 128  # of a name an agent gave, in an answer (a tool name is at most 64)
 MATCH_DESCRIPTION_CHARS = 160  # a match's description: its first line, cut to this
 ENUM_SHOWN_MAX = 8  # a parameter's allowed values are shown as its type when there are at most this many
 TYPE_LABEL_CHARS = 80  # a longer type (a wide anyOf, long enum values) is cut: describe has it whole
@@ -78,13 +80,16 @@ class MetaTools:
             return Invoke(tool, target_arguments) if tool else error_result(self._not_found(target, no_page))
         tool = room.resolve(name)
         if tool is None:
-            return UnknownTool(f"Unknown tool: {name}." + (f" {no_page}" if no_page else ""))
+            return UnknownTool(f"Unknown tool: {shown(name)}." + (f" {no_page}" if no_page else ""))
         return Invoke(tool, arguments)
 
     def _search(self, room: Room, arguments: dict[str, Any], no_page: str | None) -> dict[str, Any]:
         query, limit = arguments.get("query"), arguments.get("limit", 5)
         if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool):
             return error_result(f"{self.names.search} needs a string 'query' and an integer 'limit'.")
+        if len(query) > QUERY_MAX_CHARS:
+            return error_result(f"{self.names.search} takes a query of at most {QUERY_MAX_CHARS} characters; this "
+                                f"one has {len(query)}. Search with a few keywords.")
         if no_page and not len(room):
             return error_result(no_page)
         found = room.search(query, max(1, min(limit, SEARCH_LIMIT_MAX)))
@@ -103,7 +108,12 @@ class MetaTools:
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
     def _not_found(self, name: str, no_page: str | None) -> str:
-        return no_page or f"No tool named {name!r}; search with {self.names.search}."
+        return no_page or f"No tool named {shown(name)!r}; search with {self.names.search}."
+
+
+def shown(name: str) -> str:
+    """A name an agent gave, cut for an answer: the agent sent it, it needs no echo at length."""
+    return name if len(name) <= NAME_SHOWN_CHARS else name[: NAME_SHOWN_CHARS - 1] + "…"
 
 
 def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
@@ -118,7 +128,8 @@ def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "English keywords describing the task"},
+                    "query": {"type": "string", "maxLength": QUERY_MAX_CHARS,
+                              "description": "English keywords describing the task"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT_MAX, "default": 5,
                               "description": f"how many tools to return (at most {SEARCH_LIMIT_MAX})"},
                 },
