@@ -94,11 +94,10 @@ async def test_the_package_holds_only_what_the_bridge_serves(tarball):
             assert target.removeprefix("./") in files, f"{target} is exported but not packed"
     assert {"agui-bridge.js", "react.js", "react.d.ts", "agui-app.js", "agui-app.d.ts"} <= set(files)
     assert not [name for name in files if "/" in name or name.endswith((".html", ".css"))], sorted(files)
-    # The wheel ships web_client/ by these globs: what the package holds, an installed bridge serves
-    # (README.md aside, which npm always packs).
+    # The wheel ships web_client/ by these globs: what the package holds, an installed bridge serves.
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
         "bridge.web_client"]
-    assert [name for name in files if not any(fnmatch.fnmatch(name, g) for g in globs)] == ["README.md"]
+    assert [name for name in files if not any(fnmatch.fnmatch(name, g) for g in globs)] == []
     async with running_bridge() as b, httpx.AsyncClient() as http:
         for name, content in files.items():
             assert content == (WEB_CLIENT / name).read_bytes(), name
