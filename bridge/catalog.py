@@ -213,6 +213,10 @@ class Room:
     def get(self, key: str) -> Tool | None:
         return self._tools.get(key)
 
+    def offered_by(self, session_id: str, page_name: str) -> Tool | None:
+        """The tool a page registered under `page_name`, if it did."""
+        return self._by_page.get((session_id, page_name))
+
     def tools_of(self, session_id: str) -> list[Tool]:
         return [t for t in self._tools.values() if t.session_id == session_id]
 

@@ -538,6 +538,7 @@ class Hub:
                    on_progress: ProgressSink | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first."""
         started = time.monotonic()
+        asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
         session = self.sessions.get(tool.session_id)
         room = session.room if session else ""
         for observer in self.observers:
@@ -549,7 +550,7 @@ class Hub:
         assert session is not None  # a call to a page that is gone is refused
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
                                on_progress=on_progress)
-        invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id)
+        invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id)
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
             await self.link.invoke(session, call.call_id, invoke)
@@ -568,6 +569,21 @@ class Hub:
             self.link.settled(session, call.call_id)
             self._finished(room, tool.key, tool.session_id, outcome, time.monotonic() - started)
         return outcome
+
+    def _offered_by_a_live_page(self, tool: Tool) -> Tool:
+        """A closed tab keeps its tools for the grace period (a reload comes back): meanwhile a call
+        for one goes to a connected page of the room offering the same tool, when there is one. The
+        names agents see stay as they are."""
+        session = self.sessions.get(tool.session_id)
+        if session is None or session.connected and session.streaming:
+            return tool
+        room = self.catalog.get(session.room)
+        for other in self._pages_by_room.get(session.room, {}).values():
+            if other is not session and other.connected and other.streaming and room is not None:
+                offered = room.offered_by(other.id, tool.page_name)
+                if offered is not None and offered.definition == tool.definition:
+                    return offered
+        return tool
 
     def _refusal(self, tool: Tool, arguments: dict[str, Any], session: PageSession | None) -> Outcome | None:
         """Why a call cannot go to its page, before anything is sent."""

@@ -65,3 +65,25 @@ async def test_instructions_follow_the_room():
                 assert [t.name for t in (await client.list_tools()).tools] == ["echo", *META]
         finally:
             await p.close()
+
+
+async def test_a_call_for_a_closed_tabs_tool_goes_to_a_live_page_offering_the_same_tool():
+    async with running_bridge(page_grace=5) as b, Client(b.mcp_url(), mode="legacy") as client:
+        closed = await open_page(b, ECHO)
+        live = await open_page(b, ECHO)
+        other = await open_page(b, tool("echo", "Another echo, with other parameters.", {"n": {"type": "integer"}}))
+        try:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names[0] == "echo" and len(names) == 3  # the first page's tool has the plain name
+            await closed.drop()  # the tab is gone without a word: its tools stay for the grace period
+            call = asyncio.create_task(client.call_tool("echo", {"text": "still there?"}))
+            invoke = await live.event(timeout=2)  # the live page with the same tool takes it at once
+            assert invoke["name"] == "echo" and invoke["params"] == {"text": "still there?"}
+            await live.answer(invoke["call_id"], "yes")
+            result = await asyncio.wait_for(call, 5)
+            assert not result.is_error and result.content[0].text == "yes"
+            assert other.events.empty()  # a tool of the same name but another definition is not a stand-in
+            assert [t.name for t in (await client.list_tools()).tools] == names  # the names agents see stay
+        finally:
+            await live.close()
+            await other.close()
