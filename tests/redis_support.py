@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +13,9 @@ import redis
 
 
 def start_redis(port: int) -> subprocess.Popen:
-    """A redis-server on 127.0.0.1:`port`, without persistence, once it answers."""
+    """A redis-server on 127.0.0.1:`port`, without persistence, once it answers. Missing redis-server fails
+    the test rather than skipping it: scripts/setup --test installs it."""
+    assert shutil.which("redis-server"), "no redis-server: run scripts/setup --test (apt-get install redis-server)"
     server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no"], stdout=subprocess.DEVNULL)
     client = redis.Redis(port=port)

@@ -34,7 +34,6 @@ AGUI = Path(__file__).parent / "agui"
 CLIENT = AGUI / "node_modules" / "@ag-ui" / "client"
 ERAS = ["legacy", "2026-07-28"]
 
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="Node is not installed")
 
 
 # --- an AG-UI app in Node ----------------------------------------------------------------------
@@ -97,7 +96,6 @@ def text(result) -> str:
     return result.content[0].text
 
 
-@needs_node
 @pytest.mark.parametrize("era", ERAS)
 async def test_app_tools_are_listed_and_called(era):
     async with app_bridge() as b, agui_app(b, "add", "greet", title="Calculator") as app, \
@@ -121,7 +119,6 @@ async def test_app_tools_are_listed_and_called(era):
         assert page["title"] == "Calculator" and page["connected"]
 
 
-@needs_node
 async def test_an_answer_ready_while_a_run_waits_goes_at_once():
     # The next run is already waiting when the handler finishes: the app aborts it and a new run
     # carries the answer, so it does not wait for the next call.
@@ -134,7 +131,6 @@ async def test_an_answer_ready_while_a_run_waits_goes_at_once():
         assert len(b.hub.sessions) == 1
 
 
-@needs_node
 async def test_a_tool_message_with_an_error_is_an_error_result():
     async with app_bridge() as b, agui_app(b, "fail") as app, Client(b.mcp_url(), mode="legacy") as client:
         result = await client.call_tool("fail", {})
@@ -143,7 +139,6 @@ async def test_a_tool_message_with_an_error_is_an_error_result():
         await app.expect("call", tool="fail")
 
 
-@needs_node
 async def test_a_call_the_app_never_answers_times_out_and_the_app_is_told():
     async with app_bridge(call_timeout=0.5) as b, agui_app(b, "hang") as app, \
             Client(b.mcp_url(), mode="legacy") as client:
@@ -156,7 +151,6 @@ async def test_a_call_the_app_never_answers_times_out_and_the_app_is_told():
         assert "timeout" in aborted["reason"]  # CUSTOM agui.tool.cancel aborted the handler's signal
 
 
-@needs_node
 async def test_two_threads_with_the_same_tool_name_stay_distinct():
     async with app_bridge() as b, agui_app(b, "whoami", label="A") as first, \
             agui_app(b, "whoami", label="B") as second, Client(b.mcp_url(), mode="legacy") as client:
@@ -172,7 +166,6 @@ async def test_two_threads_with_the_same_tool_name_stay_distinct():
         assert len([s for s in second.said if s["event"] == "call"]) == 2
 
 
-@needs_node
 @pytest.mark.parametrize("era", ERAS)
 async def test_interrupt_round_trip(era):
     async with app_bridge() as b, agui_app(b, "confirm", "add") as app, Client(b.mcp_url(), mode=era) as client:
@@ -191,7 +184,6 @@ async def test_interrupt_round_trip(era):
         assert text(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
 
 
-@needs_node
 async def test_a_thread_that_stops_coming_back_fails_its_calls_within_the_grace_period():
     async with running_bridge(page_grace=0.3) as b, agui_app(b, "vanish", "add") as app, \
             Client(b.mcp_url(), mode="legacy") as client:
@@ -203,7 +195,6 @@ async def test_a_thread_that_stops_coming_back_fails_its_calls_within_the_grace_
         assert (await client.list_tools()).tools == []
 
 
-@needs_node
 async def test_tools_in_another_room_stay_there():
     async with app_bridge() as b, agui_app(b, "whoami", room="kitchen", label="K"), \
             Client(b.mcp_url("kitchen"), mode="legacy") as kitchen, Client(b.mcp_url(), mode="legacy") as default:
@@ -212,7 +203,6 @@ async def test_tools_in_another_room_stay_there():
         assert text(await kitchen.call_tool("whoami", {})) == "K"
 
 
-@needs_node
 async def test_a_refused_app_is_told_why():
     async with app_bridge(token="s3cret") as b:
         url = f"{b.url}/agui/run"
@@ -226,7 +216,6 @@ async def test_a_refused_app_is_told_why():
             await app.expect("registered")
 
 
-@needs_node
 @pytest.mark.parametrize("answer, expected", [("yes", "The user confirmed: order A-"),
                                               ("no", "No order: The user declined to answer.")])
 async def test_the_agui_app_example(tmp_path, answer, expected):
@@ -260,7 +249,6 @@ TSC = Path(__file__).parent / "webmcp" / "node_modules" / ".bin" / "tsc"
 WEB_CLIENT = Path(__file__).resolve().parent.parent / "web_client"
 
 
-@needs_node
 def test_agui_app_js_agrees_with_its_declarations_and_with_ag_ui_client(tmp_path):
     assert TSC.exists(), f"{TSC} is missing: run scripts/setup --test (npm ci in tests/webmcp)"
     options = {"noEmit": True, "strict": True, "target": "ES2022", "module": "ESNext", "moduleResolution": "bundler",

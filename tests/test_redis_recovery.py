@@ -7,7 +7,6 @@ SIGSTOP one), a websockets page and the MCP SDK client.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import signal
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -18,8 +17,6 @@ from mcp import Client
 
 from redis_support import start_bridge_process, start_redis, stop, wait_for_port
 from support import Page, eventually, free_port, open_page, running_bridge, tool
-
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
 
 HEARTBEAT = 0.2
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])

@@ -10,7 +10,6 @@ prints is each assertion's message; what it counted is read from its `--json` fi
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +51,6 @@ def test_every_call_is_answered_exactly_once_through_faults(faults, tmp_path):
     assert tally["refused"] <= tally["resent"] + tally["replays"], summary
 
 
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
 def test_every_call_crossing_processes_is_answered_exactly_once_through_faults(tmp_path):
     """Shared mode: the pages on one bridge process, the agents on another, through Redis."""
     tally, summary = quick_run(tmp_path, "--redis")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import shutil
 import subprocess
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -25,8 +24,6 @@ from mcp import Client
 
 from redis_support import start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
-
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs Debian's redis-server")
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 ERAS = ["legacy", "2026-07-28"]
