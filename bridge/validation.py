@@ -357,29 +357,13 @@ def _evaluated_indexes(validator: Any, instance: list[Any], schema: Any) -> set[
     if "items" in schema:
         charge(NODE_STEPS * len(instance))
         return set(range(len(instance)))
-    evaluated: set[int] = set()
-    for keyword in ("$ref", "$dynamicRef"):
-        if keyword in schema:
-            resolved = validator._resolver.lookup(schema[keyword])
-            evaluated |= _evaluated_indexes(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                                            instance, resolved.contents)
+    evaluated: set[int] = _evaluated_through_applicators(validator, instance, schema, _evaluated_indexes)
     if "prefixItems" in schema:
         evaluated.update(range(min(len(schema["prefixItems"]), len(instance))))
-    if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            evaluated |= _evaluated_indexes(validator, instance, schema["if"])
-            if "then" in schema:
-                evaluated |= _evaluated_indexes(validator, instance, schema["then"])
-        elif "else" in schema:
-            evaluated |= _evaluated_indexes(validator, instance, schema["else"])
     for keyword in ("contains", "unevaluatedItems"):
         if keyword in schema:
             check = validator.evolve(schema=schema[keyword])
             evaluated.update(index for index, item in enumerate(instance) if check.is_valid(item))
-    for keyword in ("allOf", "oneOf", "anyOf"):
-        for subschema in schema.get(keyword, ()):
-            if _passes(validator.descend(instance, subschema)):
-                evaluated |= _evaluated_indexes(validator, instance, subschema)
     return evaluated
 
 
@@ -388,12 +372,7 @@ def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> se
     charge(_applying(schema))
     if not isinstance(schema, dict):
         return set()
-    evaluated: set[str] = set()
-    for keyword in ("$ref", "$dynamicRef"):
-        if keyword in schema:
-            resolved = validator._resolver.lookup(schema[keyword])
-            evaluated |= _evaluated_keys(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                                         instance, resolved.contents)
+    evaluated: set[str] = _evaluated_through_applicators(validator, instance, schema, _evaluated_keys)
     properties = schema.get("properties")
     if isinstance(properties, dict):
         charge(NODE_STEPS * min(len(properties), len(instance)))
@@ -409,17 +388,30 @@ def _evaluated_keys(validator: Any, instance: dict[str, Any], schema: Any) -> se
     for name, subschema in schema.get("dependentSchemas", {}).items():
         if name in instance:
             evaluated |= _evaluated_keys(validator, instance, subschema)
+    return evaluated
+
+
+def _evaluated_through_applicators(validator: Any, instance: Any, schema: dict[str, Any],
+                                   evaluated_by: Callable[[Any, Any, Any], set[Any]]) -> set[Any]:
+    """What the subschemas `schema` applies to the whole instance evaluated ($ref, if/then/else,
+    allOf/oneOf/anyOf), as `evaluated_by` (items or keys) finds in each."""
+    evaluated: set[Any] = set()
+    for keyword in ("$ref", "$dynamicRef"):
+        if keyword in schema:
+            resolved = validator._resolver.lookup(schema[keyword])
+            evaluated |= evaluated_by(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                                      instance, resolved.contents)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            evaluated |= evaluated_by(validator, instance, schema["if"])
+            if "then" in schema:
+                evaluated |= evaluated_by(validator, instance, schema["then"])
+        elif "else" in schema:
+            evaluated |= evaluated_by(validator, instance, schema["else"])
     for keyword in ("allOf", "oneOf", "anyOf"):
         for subschema in schema.get(keyword, ()):
             if _passes(validator.descend(instance, subschema)):
-                evaluated |= _evaluated_keys(validator, instance, subschema)
-    if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            evaluated |= _evaluated_keys(validator, instance, schema["if"])
-            if "then" in schema:
-                evaluated |= _evaluated_keys(validator, instance, schema["then"])
-        elif "else" in schema:
-            evaluated |= _evaluated_keys(validator, instance, schema["else"])
+                evaluated |= evaluated_by(validator, instance, subschema)
     return evaluated
 
 
