@@ -180,14 +180,16 @@ class Bridge:
     def _routes(self) -> list[Any]:
         s = self.settings
 
+        pages, agents = origin_pattern(s.allowed_origins), origin_pattern(s.agent_origins)
+
         def for_pages(app: ASGIApp) -> ASGIApp:
-            # Pages served from other allowed origins import the client module and open the event stream
-            # cross-origin; AG-UI apps POST their runs cross-origin.
-            return CORSMiddleware(app, allow_origin_regex=origin_pattern(s.allowed_origins).pattern,
-                                  allow_methods=["GET", "POST"], allow_headers=["*"])
+            # Pages served from other allowed origins open the event stream cross-origin; AG-UI apps
+            # POST their runs cross-origin.
+            return CORSMiddleware(app, allow_origin_regex=pages.pattern, allow_methods=["GET", "POST"],
+                                  allow_headers=["*"])
 
         def for_agents(app: ASGIApp) -> ASGIApp:
-            return AgentOrigins(app, origin_pattern(s.agent_origins))
+            return AgentOrigins(app, agents)
 
         async def api_state(request: Request) -> Response:
             # Page URLs and the arguments of calls in flight are the users' data: the agent token guards them.

@@ -209,19 +209,15 @@ HOLDER_WAIT_SECONDS = 10  # a bridge that took the port over may take this long 
 
 async def _holder(settings: Settings) -> str | None:
     try:
-        return await holder_of(_base_url(settings), settings.agent_token)
+        return await holder_of(settings.public_url.rstrip("/"), settings.agent_token)
     except UpstreamRefused as exc:
         raise UnusableSettings(str(exc)) from None
-
-
-def _base_url(settings: Settings) -> str:
-    return f"http://{'[' + settings.host + ']' if ':' in settings.host else settings.host}:{settings.port}"
 
 
 async def _serve_through_the_holder(settings: Settings, relay: Relay) -> None:
     """The agent's messages go to the bridge holding the port; when it stops, this process takes the
     port (or follows whichever bridge took it), until the agent closes stdin."""
-    mcp_url = _base_url(settings) + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
+    mcp_url = settings.public_url.rstrip("/") + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
     while not relay.agent_done:
         version = await _holder(settings)
         if version is not None:
