@@ -576,10 +576,12 @@ class Hub:
         names agents see stay as they are."""
         session = self.sessions.get(tool.session_id)
         if session is None or session.connected and session.streaming:
-            return tool
+            return tool  # every call asks: the common case costs one lookup
         room = self.catalog.get(session.room)
+        if room is None:
+            return tool
         for other in self._pages_by_room.get(session.room, {}).values():
-            if other is not session and other.connected and other.streaming and room is not None:
+            if other is not session and other.connected and other.streaming:
                 offered = room.offered_by(other.id, tool.page_name)
                 if offered is not None and offered.definition == tool.definition:
                     return offered
