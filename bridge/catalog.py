@@ -87,9 +87,15 @@ class Tool:
             listed["outputSchema"] = d.outputSchema
         if d.annotations is not None:
             listed["annotations"] = d.annotations.model_dump(exclude_none=True)
+        if d.execution is not None:
+            listed["execution"] = d.execution.model_dump()
         if d.inputExamples:
             listed["_meta"] = {INPUT_EXAMPLES_META: d.inputExamples}
         return listed
+
+    @property
+    def task_support(self) -> str:
+        return self.definition.execution.taskSupport if self.definition.execution is not None else "forbidden"
 
     def argument_errors(self, arguments: dict[str, Any]) -> str | None:
         """A readable reason the arguments break the input schema, or None."""

@@ -27,6 +27,8 @@ class Settings:
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
     port: int = field(default=8765, metadata={"help": "HTTP port (0 picks a free one)"})
     call_timeout: float = field(default=600.0, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
+    task_ttl: float = field(default=3600.0, metadata={"help": "seconds a task (a call an agent runs with the MCP tasks extension) is kept from its creation; a call still waiting then fails"})
+    task_poll_interval: float = field(default=2.0, metadata={"help": "seconds agents are asked to wait between polls of a task"})
     page_grace: float = field(default=10.0, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
     progress_interval: float = field(default=15.0, metadata={"help": "seconds between keep-alive progress notifications to agents"})
     sse_ping: float = field(default=15.0, metadata={"help": "seconds between keep-alive comments on idle event streams"})

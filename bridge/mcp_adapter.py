@@ -44,11 +44,13 @@ from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token
-from bridge.calls import MonotonicProgress
+from bridge.calls import MonotonicProgress, Outcome
 from bridge.catalog import ROOM_NAME, Listing, Room, Tool
 from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
+from bridge.mcp_tasks import PageTasks
+from bridge.tasks import TaskTable
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
 from bridge.results import error_result, to_call_tool_result
@@ -58,6 +60,8 @@ _tracer = trace.get_tracer("agui-mcp-bridge")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
 NOTIFY_TIMEOUT = 1.0
+# How a task's call may end other than with the page's answer (or the agent's cancel): the task fails.
+TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "too_many_calls", "unavailable"})
 
 
 class _ToolsChangingServer(Server[Any]):
@@ -72,8 +76,10 @@ class _ToolsChangingServer(Server[Any]):
 class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
-    def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None) -> None:
+    def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None,
+                 tasks: PageTasks | None = None) -> None:
         self.hub, self.room, self.settings = hub, room, settings
+        self.tasks = tasks
         self.public_url = public_url or (lambda: settings.public_url)  # where people open the demo page
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
@@ -92,6 +98,10 @@ class RoomServer:
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_legacy_session)
+        if tasks is not None:
+            for method in tasks.methods():
+                self.server.add_request_handler(method.method, method.params_type, method.handler)
+            self.server.extensions[tasks.identifier] = tasks.settings()
         self.unsubscribe = room.subscribe(self._room_changed)
 
     # --- listing and change notifications --------------------------------------------------
@@ -179,18 +189,36 @@ class RoomServer:
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
         if not isinstance(route, Invoke):  # a meta-tool's own answer
-            return self._result(ctx, route)
+            return self._result(route)
         tool = route.tool
+        if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support):
+            return await self.tasks.start(ctx, tool.key, lambda: self._task_result(tool, route.arguments))
+        return await self._page_result(ctx, tool, route.arguments)
+
+    async def _task_result(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+        outcome = await self._page_outcome(None, tool, arguments)
+        if outcome.kind in TASK_FAILURES:  # not the tool's answer: the task fails, as a JSON-RPC error would
+            raise MCPError(types.INTERNAL_ERROR, outcome.error or outcome.kind)
+        return self._shaped(tool, outcome, modern=True).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _page_result(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]
+                           ) -> types.CallToolResult:
+        outcome = await self._page_outcome(ctx, tool, arguments)
+        return self._shaped(tool, outcome, modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
+
+    async def _page_outcome(self, ctx: ServerRequestContext | None, tool: Tool, arguments: dict[str, Any]
+                            ) -> Outcome:
+        """Call the page. Without `ctx` (a task's call, which outlives its request) no progress is relayed."""
         # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
         # Not made the current span: nothing below starts spans, and each call would keep a
         # context manager and a context token while it waits.
         span = _tracer.start_span("agui.tool.call", attributes={
             "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]})
         try:
-            if progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
-                outcome = await self.hub.call(tool, route.arguments, mcp_request_id=ctx.request_id)
+            if ctx is None or progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id if ctx else None)
             else:
-                outcome = await self._call_relaying_progress(ctx, tool, route.arguments)
+                outcome = await self._call_relaying_progress(ctx, tool, arguments)
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
@@ -200,12 +228,14 @@ class RoomServer:
             raise
         finally:
             span.end()
-        result = to_call_tool_result(outcome,
-                                     structured_may_be_any_json=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
+        return outcome
+
+    def _shaped(self, tool: Tool, outcome: Outcome, *, modern: bool) -> types.CallToolResult:
+        result = to_call_tool_result(outcome, structured_may_be_any_json=modern)
         problem = tool.result_errors(result)
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
-        return self._result(ctx, result)
+        return self._result(result)
 
     def _pages_url(self, ctx: ServerRequestContext) -> str:
         """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""
@@ -241,7 +271,7 @@ class RoomServer:
                 await ctx.session.report_progress(*values.page(progress, total, message))
 
     @staticmethod
-    def _result(ctx: ServerRequestContext, wire: dict[str, Any]) -> types.CallToolResult:
+    def _result(wire: dict[str, Any]) -> types.CallToolResult:
         try:
             return types.CallToolResult.model_validate(wire)
         except ValidationError as exc:
@@ -279,6 +309,9 @@ class McpRooms:
         self.hub, self.settings = hub, settings
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
+        # Tasks outlive their room's server (freed when idle) and their agent's request.
+        self.tasks = TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval)
+        self._task_calls: dict[str, asyncio.Task[None]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         # Where people open the demo page, as agents reach the bridge (its port, any mount prefix): from
         # the first HTTP request; until then (stdio) from the settings.
@@ -317,7 +350,8 @@ class McpRooms:
             if not self.hub.has_pages(room):
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
-                                             lambda: self._public_url or self.settings.public_url)
+                                             lambda: self._public_url or self.settings.public_url,
+                                             PageTasks(self.tasks, room, self._task_calls))
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:
@@ -350,6 +384,8 @@ class McpRooms:
                 yield
             finally:
                 self._task_group = None
+                for call in list(self._task_calls.values()):
+                    call.cancel()
                 tg.cancel_scope.cancel()
 
     async def _served_room(self, room: str) -> _ServedRoom:

@@ -65,6 +65,11 @@ class ToolAnnotations(_Message):
 INPUT_EXAMPLES_MAX = 5
 
 
+class ToolExecution(_Message):
+    # Whether an agent may (optional), must (required) or may not (forbidden) run the tool as a task.
+    taskSupport: Literal["forbidden", "optional", "required"] = "forbidden"
+
+
 class ToolDefinition(_Message):
     name: Annotated[str, Field(min_length=1, max_length=128)]
     description: str = ""
@@ -72,6 +77,7 @@ class ToolDefinition(_Message):
     outputSchema: dict[str, Any] | None = None
     title: str | None = None
     annotations: ToolAnnotations | None = None
+    execution: ToolExecution | None = None
     # Listed even when the room is in search mode (counted against the inline limits first).
     pinned: StrictBool = False
     # Argument objects showing how to call the tool; each must match inputSchema (checked at registration).
