@@ -71,7 +71,7 @@ async def main() -> None:
 
             async def register():
                 await hub.handle(page, message)
-                hub.room("default").search("export invoice", 5)
+                await hub.room("default").search("export invoice", 5)
                 hub.room("default").listing()
 
             took, stall = await longest_stall(register)

@@ -18,6 +18,7 @@ requests an agent might make, `--limit` matches each.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import subprocess
@@ -105,11 +106,11 @@ def main() -> None:
 
     before_answers, after_answers, hits = [], [], []
     for query in QUERIES:
-        found = room.search(query, args.limit)
+        found = [t for t, _ in asyncio.run(room.search(query, args.limit))]
         hits.append(len(found))
         deferred = room.listing().deferred
         before_answers.append(tokens(v1_answer(room, found, deferred)))
-        after = meta.route(room, "tool_search", {"query": query, "limit": args.limit}, None)
+        after = asyncio.run(meta.route(room, "tool_search", {"query": query, "limit": args.limit}, None))
         assert isinstance(after, dict) and not after.get("isError"), after
         after_answers.append(tokens(after))
     print(f"\nwhole tool_search answers (text + structuredContent), {len(QUERIES)} requests, limit {args.limit}, "

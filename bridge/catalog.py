@@ -10,6 +10,7 @@ leaving the listing first). Nothing here knows about sockets or MCP.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
@@ -22,8 +23,10 @@ from pydantic import ValidationError
 from bridge import schemas
 from bridge.messages import ToolDefinition, validation_summary
 from bridge.schemas import SchemaLimits
-from bridge.search import IndexedTool, ToolIndex
-from bridge.semantic import Embedder
+from bridge.search import IndexedTool, SearchHit, ToolIndex
+from bridge.semantic import Embedder, EmbeddingBusy, embed_query
+
+log = logging.getLogger("bridge.semantic")
 
 MCP_NAME_MAX = 64
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
@@ -394,14 +397,29 @@ class Room:
             self.activate([key])
         return tool
 
-    def search(self, query: str, limit: int) -> list[Tool]:
-        """The best tools for `query`, best first; `last_tier` then says how they were found."""
-        return [self._tools[hit.key] for hit in self._index.search(query, limit) if hit.key in self._tools]
+    async def search(self, query: str, limit: int) -> list[tuple[Tool, SearchHit]]:
+        """The best tools for `query`, best first, each with its hit (its score, and its tier:
+        "lexical", by words, or "hybrid", by words and meaning). With the semantic tier the
+        query is embedded off the event loop first (bridge.semantic.embed_query); when the
+        model fails or is busy, the search is by words."""
+        vector = None
+        embedder = self._index.query_embedder(query)
+        if embedder is not None:
+            try:
+                vector = await embed_query(embedder, query)
+            except EmbeddingBusy:
+                pass
+            except Exception:
+                log.exception("semantic tool search: the query could not be embedded; searching by words")
+        index = self._index  # the same index unless use_embedder() came meanwhile
+        if index.query_embedder(query) is not embedder:
+            vector = None
+        return [(self._tools[hit.key], hit) for hit in index.search(query, limit, query_vector=vector)
+                if hit.key in self._tools]
 
-    @property
-    def last_tier(self) -> str:
-        """The tier of the last search: "lexical" (words) or "hybrid" (words and meaning)."""
-        return self._index.last_tier
+    def search_tier(self, query: str) -> str:
+        """How `query` would be searched now: "hybrid" once the room's tools are embedded, else "lexical"."""
+        return "lexical" if self._index.query_embedder(query) is None else "hybrid"
 
 
 class Catalog:

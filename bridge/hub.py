@@ -492,7 +492,7 @@ class Hub:
 
     # --- agents ----------------------------------------------------------------------------
 
-    def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: Callable[[], str]) -> Route:
+    async def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: Callable[[], str]) -> Route:
         """What an agent's `tools/call` of `name` in `room` becomes (see `MetaTools.route`)."""
         no_page = None
         if not self.has_pages(room):
@@ -501,7 +501,7 @@ class Hub:
         started = time.monotonic()
         target = self.room(room)
         activated = target.activated
-        route = self.meta.route(target, name, arguments, no_page)
+        route = await self.meta.route(target, name, arguments, no_page)
         if target.activated != activated:  # a search or call listed a deferred tool: other processes too
             self.link.activated(target)
         if name == self.meta.names.search:

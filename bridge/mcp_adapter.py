@@ -184,8 +184,8 @@ class RoomServer:
     # --- calls -----------------------------------------------------------------------------
 
     async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams):
-        route = self.hub.route(self.room.name, params.name, params.arguments or {},
-                               pages_url=lambda: self._pages_url(ctx))
+        route = await self.hub.route(self.room.name, params.name, params.arguments or {},
+                                     pages_url=lambda: self._pages_url(ctx))
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
         if not isinstance(route, Invoke):  # a meta-tool's own answer

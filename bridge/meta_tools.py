@@ -61,12 +61,13 @@ class MetaTools:
         self.names = names
         self.definitions = _definitions(names)
 
-    def route(self, room: Room, name: str, arguments: dict[str, Any], no_page: str | None) -> Route:
+    async def route(self, room: Room, name: str, arguments: dict[str, Any], no_page: str | None) -> Route:
         """What a `tools/call` of `name` becomes. `no_page`, when set, says the room has no page
-        connected and where to open one; it is added to every "not found" answer."""
+        connected and where to open one; it is added to every "not found" answer. Only a search
+        awaits anything: the query's embedding, off the event loop (see Room.search)."""
         n = self.names
         if name == n.search:
-            return self._search(room, arguments, no_page)
+            return await self._search(room, arguments, no_page)
         if name == n.describe:
             target = arguments.get("name")
             if not isinstance(target, str):
@@ -83,7 +84,7 @@ class MetaTools:
             return UnknownTool(f"Unknown tool: {shown(name)}." + (f" {no_page}" if no_page else ""))
         return Invoke(tool, arguments)
 
-    def _search(self, room: Room, arguments: dict[str, Any], no_page: str | None) -> dict[str, Any]:
+    async def _search(self, room: Room, arguments: dict[str, Any], no_page: str | None) -> dict[str, Any]:
         query, limit = arguments.get("query"), arguments.get("limit", 5)
         if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool):
             return error_result(f"{self.names.search} needs a string 'query' and an integer 'limit'.")
@@ -92,8 +93,9 @@ class MetaTools:
                                 f"one has {len(query)}. Search with a few keywords.")
         if no_page and not len(room):
             return error_result(no_page)
-        found = room.search(query, max(1, min(limit, SEARCH_LIMIT_MAX)))
-        tier = room.last_tier
+        hits = await room.search(query, max(1, min(limit, SEARCH_LIMIT_MAX)))
+        tier = hits[0][1].tier if hits else room.search_tier(query)
+        found = [t for t, _ in hits]
         room.activate(t.key for t in reversed(found))  # the best match is the most recently used
         matches = [match(room, t) for t in found]
         structured = {"matches": matches, "deferred": room.listing().deferred, "tier": tier}

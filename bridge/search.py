@@ -1,19 +1,16 @@
-"""Tool search for one room: Okapi BM25 over what pages say about their tools.
+"""Tool search for one room: the ranking of a query's hits (`ToolIndex`, `SearchHit`).
 
-Updated in place, never rebuilt: add() and remove() adjust postings, document lengths and
-document frequencies (LiveBM25, this module's own incremental BM25 with rank_bm25's
-BM25Okapi formula, which tests/test_search_index.py checks it against), idf is read from those
-counts, and a query scores only the tools holding each of its terms. What it computed is
-kept across changes, brought up to date with the tools that changed. The best word matches
-are then reordered by the letter trigrams of their stems (see RERANK_DEPTH), which costs
-nothing at add time. Words and terms come from bridge.tokenizer. Measured at 10,000 tools
-(bench/search_latency.py): one add or remove ~0.03 ms, a page's 1,000 tools ~30-40 ms plus
-~2-3 ms for the first search, a query ~0.3-0.6 ms (p50; ~0.6 ms right after a change).
+Words first: Okapi BM25 (bridge.bm25, updated in place as tools come and go) over what pages
+say about their tools (bridge.tool_text), then the best word matches reordered by the letter
+trigrams of their stems (see RERANK_DEPTH), cut where the scores fall steeply (AutoCut),
+near-duplicates after the rest, and exact names first. A query no word matches falls back to
+the tools whose names contain its words.
 
-With an embedder (ToolIndex(embedder=...), bridge.semantic; the `semantic` extra) the lexical
-candidates are fused with the tools nearest the query's embedding ("hybrid" tier, see
-FUSION_WEIGHT); tools are embedded off the event loop (embedding_job / store_embeddings)
-and are searchable lexically until then.
+With an embedder (ToolIndex(embedder=...), bridge.semantic; the `semantic` extra) and a query
+vector given to search(), the lexical candidates are fused with the tools nearest the query
+("hybrid" tier, see FUSION_WEIGHT). Nothing here runs the model: tools are embedded off the
+event loop (embedding_job / store_embeddings, bridge.vectors) and searchable lexically until
+then, and the caller embeds the query off the loop too (bridge.semantic.embed_query).
 """
 
 from __future__ import annotations
@@ -21,308 +18,28 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from bridge.semantic import Embedder, EmbeddingJob, text_hash
-from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, piece_terms,
-                              query_terms, stem, tokenize, word_terms, words)
+from bridge.bm25 import B, K1, LiveBM25
+from bridge.semantic import Embedder, EmbeddingJob
+from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, query_terms,
+                              stem, tokenize, words)
+from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
+from bridge.vectors import ToolVectors
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedTool:
-    """What the index knows about one tool."""
-
-    key: str  # unique id of the tool in its room (its MCP name)
-    name: str  # the name the page gave it
-    description: str = ""
-    title: str | None = None
-    app: str | None = None  # the registering page's title / app name
-    input_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     key: str
     score: float
-    tier: str = "lexical"  # "hybrid" when the semantic tier took part (see ToolIndex.last_tier)
-
-
-# --- documents -----------------------------------------------------------------------------
-
-# A word of the tool's name or title that its description (or app, or parameters) repeats
-# says what the tool is about, so it counts this many times; other name words count once,
-# so "what" in "what_to_watch" does not pull every "what ..." question to that tool.
-NAME_WEIGHT = 5
-
-
-def _is_mapping(value: Any) -> bool:
-    # A plain dict is checked first: isinstance against the Mapping ABC runs Python code,
-    # and most schema nodes are dicts (or None, as a missing "items" is).
-    return type(value) is dict or (value is not None and isinstance(value, Mapping))
-
-
-def _schema_texts(schema: Any) -> list[str]:
-    """Property names and descriptions of a JSON Schema object, and of the properties of
-    its object-typed properties (arrays of objects included), but no deeper."""
-    texts: list[str] = []
-    if _is_mapping(schema):
-        _add_property_texts(schema.get("properties"), texts, nested=True)
-    return texts
-
-
-def _add_property_texts(properties: Any, texts: list[str], nested: bool) -> None:
-    if not _is_mapping(properties):
-        return
-    for name, prop in properties.items():
-        texts.append(str(name))
-        if _is_mapping(prop):
-            description = prop.get("description")
-            if isinstance(description, str):
-                texts.append(description)
-            _add_enum_texts(prop, texts)
-            items = prop.get("items")
-            if _is_mapping(items):
-                _add_enum_texts(items, texts)
-            if nested:
-                _add_property_texts(prop.get("properties"), texts, nested=False)
-                if _is_mapping(items):
-                    _add_property_texts(items.get("properties"), texts, nested=False)
-
-
-def _add_enum_texts(schema: Mapping[str, Any], texts: list[str]) -> None:
-    """The string values of `schema`'s enum: the word a request names is often one of them
-    ("celsius", "EUR", "pdf") and in no description."""
-    values = schema.get("enum")
-    if type(values) is list:
-        texts.extend(value for value in values if isinstance(value, str))
-
-
-def _body(tool: IndexedTool) -> str:
-    """A tool's text besides its name and title."""
-    return " ".join([tool.app or "", tool.description or "", *_schema_texts(tool.input_schema)])
-
-
-def _word_counts(heading_words: list[str], body: str) -> Counter[str]:
-    """A tool's word terms, counted: the bag BM25 scores it by. `heading_words`: the words
-    of its name and title."""
-    counts = Counter(chain.from_iterable(map(piece_terms, body.split())))
-    name_terms = list(map(word_terms, heading_words))
-    weights = [1 if counts.keys().isdisjoint(found) else NAME_WEIGHT for found in name_terms]
-    for found, weight in zip(name_terms, weights):
-        for term in found:
-            counts[term] += weight
-    return counts
-
-
-# --- scoring -------------------------------------------------------------------------------
-
-# Tool documents are short and a repeated word means something: tf saturates late (k1) and
-# length matters little (b). Chosen on the dev half of MetaTool, checked on the test half.
-K1 = 5.0
-B = 0.3
-
-
-def squared_idf(corpus_size: int, df: int) -> float:
-    """idf(t)² with idf(t) = ln((N + 0.5) / (df(t) + 0.5)).
-
-    Positive for a term some tools lack, exactly zero for a term every tool has (so such a
-    term cannot rank anything: search() falls back to names), never negative -- BM25Okapi's
-    own idf gives nothing above zero in a two-tool room and less than zero in a one-tool
-    room. Squared because a long request is mostly common words and the rare ones should
-    decide (measured: +1.8 points R@5 on MetaTool).
-    """
-    return math.log((corpus_size + 0.5) / (df + 0.5)) ** 2
-
-
-Change = tuple[int, int, Counter[str]]  # +1 (put) or -1 (clear), the slot, the document's term counts
-
-
-class LiveBM25:
-    """Okapi BM25 over a corpus that changes in place: rank_bm25's BM25Okapi formula,
-
-        score(d, q) = sum over terms t of q:  idf(t) x tf(t, d) (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| / avgdl))
-
-    with the idf given (tests/test_search_index.py checks the scores against BM25Okapi's own on a
-    small corpus, given its idf). Documents live in slots; put() and clear() keep the term
-    counts, lengths and postings current, and nothing is rebuilt.
-
-    What a query needs per term is kept at two levels:
-
-    - the term's slots and counts there (the Python part: one dict lookup per document
-      holding the term). A change is logged, and the next query brings the kept arrays up
-      to date with it (sync()), so a tool coming or going costs the terms it holds a few
-      array operations, not a recount; after more than _LOG_KEPT changes at once (a page
-      bringing many tools) they are all dropped and recounted when next asked for;
-    - the term's scores over those slots, dropped at any change (N and avgdl move every
-      score) and recomputed from the kept counts with a few array operations.
-
-    So the first query after a change costs about what a query on an unchanged catalog
-    does, plus the terms of the tools that changed.
-    """
-
-    def __init__(self, k1: float = K1, b: float = B, idf: Callable[[int, int], float] = squared_idf) -> None:
-        self.k1, self.b, self._idf = k1, b, idf
-        self.doc_freqs: list[Counter[str]] = []  # term counts of the document in each slot
-        self.doc_len = np.zeros(64)  # grown by doubling; only the first len(doc_freqs) count
-        self.corpus_size = 0
-        self.postings: dict[str, set[int]] = {}  # term -> slots of the documents that have it
-        self._total_len = 0
-        # term -> (its slots, its counts there) as of the last sync().
-        self._term_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._term_counts_held = 0  # slots in it
-        self._log: list[Change] | None = []  # changes since the last sync(); None: too many
-        # term -> (slots, BM25 contribution) for the corpus as it is; emptied by any change.
-        self._contributions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._saturation: np.ndarray | None = None  # k1 (1 - b + b |d| / avgdl) by slot, likewise
-
-    @property
-    def avgdl(self) -> float:
-        return self._total_len / self.corpus_size if self.corpus_size else 0.0
-
-    def put(self, slot: int, counts: Counter[str]) -> list[str]:
-        """Store a document, as its term counts, in the free `slot` (at most one past the
-        last); the terms no other document has."""
-        if slot == len(self.doc_freqs):
-            self.doc_freqs.append(counts)
-            if slot == len(self.doc_len):
-                self.doc_len = np.concatenate([self.doc_len, np.zeros(len(self.doc_len))])
-        else:
-            self.doc_freqs[slot] = counts
-        postings, new = self.postings, []
-        for term in counts:
-            if term in postings:
-                postings[term].add(slot)
-            else:
-                postings[term] = {slot}
-                new.append(term)
-        length = sum(counts.values())
-        self.doc_len[slot] = length
-        self._adjust_totals(+1, length)
-        self._logged((+1, slot, counts))
-        return new
-
-    def clear(self, slot: int) -> list[str]:
-        """Empty `slot`; the terms no document has any more."""
-        counts, self.doc_freqs[slot] = self.doc_freqs[slot], Counter()
-        postings, gone = self.postings, []
-        for term in counts:
-            slots = postings[term]
-            slots.discard(slot)
-            if not slots:
-                del postings[term]
-                gone.append(term)
-        self._adjust_totals(-1, -int(self.doc_len[slot]))
-        self.doc_len[slot] = 0
-        self._logged((-1, slot, counts))
-        return gone
-
-    def _adjust_totals(self, documents: int, length: int) -> None:
-        self.corpus_size += documents
-        self._total_len += length
-        self._contributions.clear()
-        self._saturation = None
-
-    def _logged(self, change: Change) -> None:
-        log = self._log
-        if log is not None:
-            if len(log) < _LOG_KEPT:
-                log.append(change)
-            else:
-                self._log = None
-
-    def sync(self) -> list[Change] | None:
-        """Bring the kept per-term counts up to date; the changes that were applied ([]: none
-        since the last call), or None when there were too many and all were dropped instead."""
-        log = self._log
-        if log is None:
-            self._log = []
-            self._term_counts.clear()
-            self._term_counts_held = 0
-            return None
-        if not log:
-            return log
-        self._log = []
-        kept = self._term_counts
-        if kept:
-            # term -> (slots it left, slot -> count where it came), replayed in order: a slot
-            # emptied and filled again is both dropped from the kept arrays and added back.
-            edits: dict[str, tuple[set[int], dict[int, int]]] = {}
-            for sign, slot, counts in log:
-                for term in counts.keys() & kept.keys():
-                    left, came = edits.setdefault(term, (set(), {}))
-                    if sign > 0:
-                        came[slot] = counts[term]
-                    else:
-                        came.pop(slot, None)
-                        left.add(slot)
-            for term, (left, came) in edits.items():
-                slots, tf = kept[term]
-                held = len(slots)
-                if left:
-                    staying = ~np.isin(slots, np.fromiter(left, dtype=np.intp, count=len(left)))
-                    slots, tf = slots[staying], tf[staying]
-                if came:
-                    slots = np.concatenate([slots, np.fromiter(came, dtype=np.intp, count=len(came))])
-                    tf = np.concatenate([tf, np.fromiter(came.values(), dtype=float, count=len(came))])
-                if len(slots):
-                    kept[term] = slots, tf
-                else:
-                    del kept[term]
-                self._term_counts_held += len(slots) - held
-        return log
-
-    def totals(self, query_terms: Iterable[str], size: int) -> np.ndarray:
-        """BM25 score of slots 0 .. size - 1 (at least len(doc_freqs)) for the query terms:
-        zero for a document no term matches, and for an empty slot."""
-        self.sync()
-        totals = np.zeros(size)
-        for term, count in Counter(query_terms).items():
-            if term in self.postings:
-                slots, contribution = self._contribution(term)
-                totals[slots] += count * contribution
-        return totals
-
-    def _contribution(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """The slots of the documents holding `term` (which some document has), and what the
-        term adds to the score of each. Call sync() first."""
-        found = self._contributions.get(term)
-        if found is None:
-            slots, tf = self._counts(term)
-            if self._saturation is None:
-                used = self.doc_len[:len(self.doc_freqs)]
-                self._saturation = self.k1 * (1 - self.b + self.b * used / self.avgdl)
-            weight = self._idf(self.corpus_size, len(slots))
-            found = self._contributions[term] = slots, weight * (tf * (self.k1 + 1) / (tf + self._saturation[slots]))
-        return found
-
-    def _counts(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        found = self._term_counts.get(term)
-        if found is None:
-            slot_list = list(self.postings[term])
-            doc_freqs = self.doc_freqs
-            found = (np.array(slot_list, dtype=np.intp),
-                     np.array([doc_freqs[slot][term] for slot in slot_list], dtype=float))
-            if self._term_counts_held + len(slot_list) > _COUNTS_KEPT:
-                self._term_counts.clear()
-                self._term_counts_held = 0
-            self._term_counts[term] = found
-            self._term_counts_held += len(slot_list)
-        return found
-
-
-# Slots kept in the per-term counts (two arrays of that many numbers): ~16 MB. The scores
-# computed from them hold as many again, and go at the next change.
-_COUNTS_KEPT = 1_000_000
-# Changes replayed onto the kept counts by the next query; past this many (a page's tools
-# arriving or leaving together), the kept counts are dropped and recounted as asked for.
-_LOG_KEPT = 64
+    tier: str = "lexical"  # "hybrid" when the query's vector took part
 
 
 # A second opinion on the best word matches: the same Okapi formula (K1, B, idf not squared)
@@ -331,13 +48,10 @@ _LOG_KEPT = 64
 # "weatherman" than "weather"; "crypto" is inside "cryptocurrency"). The best RERANK_DEPTH
 # word matches are re-scored as (both chosen on the dev half of MetaTool)
 #     word score / best word score + TRIGRAM_WEIGHT x trigram score / best trigram score.
-# Nothing is counted per tool at add time (counting each tool's ~100 distinct trigrams cost
-# ~20 ms per 1,000 tools): a tool's trigrams are read off its stems when a query first
-# reranks it, its length is its word length, and a trigram's document frequency is the sum
-# of the postings of the stems holding it, at most N (a tool with two such stems counts
-# twice). On MetaTool's dev half that gives up 0.2-0.3 points R@5 of the +0.8-0.9 exact
-# counts over the words' own trigrams gave (bench/README.md). Reranking 20 instead of 10
-# gains R@10, not R@5, and doubles the cost.
+# Nothing is counted per tool at add time, so registering stays cheap: a tool's trigrams are
+# read off its stems when a query first reranks it, its length is its word length, and a
+# trigram's document frequency is the sum of the postings of the stems holding it, at most N
+# (a tool with two such stems counts twice).
 RERANK_DEPTH = 10
 TRIGRAM_WEIGHT = 0.4
 # Tools' counted trigrams kept for reranking, least recently used dropped first: ~5 KB each.
@@ -347,15 +61,11 @@ _TRIGRAM_BAGS_KEPT = 2048
 # Near-duplicates (the same tool from two tabs, v1 and v2 of one tool) would fill the top
 # with one answer: a hit whose term counts overlap a better hit's this much (weighted
 # Jaccard: sum of the smaller count of each term / sum of the larger) and that scores at
-# least DUPLICATE_SCORE_RATIO of it goes after every hit that is not such a copy. Only reorders the hits; a
-# different tool is never added. Name words weigh most (NAME_WEIGHT), so two tools that say
-# the same of different things stay apart: MetaTool's HouseRentingTool and
-# HousePurchasingTool ("Tool that provide all sorts of information about house renting" /
-# "... purchasing") are at 0.60, its next closest pair at 0.32; a copy is at 1, and a
-# second version adding a few words to its description about 0.85. (With the plain Jaccard
-# of the distinct terms that pair was at 0.80, a v2 at 0.70. Spreading the hits over the
-# query's terms instead -- each term counting less for every tool taken that has it -- cost
-# 0.2-1.7 points of R@5 and multi R@5 on MetaTool's dev half: not kept.)
+# least DUPLICATE_SCORE_RATIO of it goes after every hit that is not such a copy. Only
+# reorders the hits; a different tool is never added. Name words weigh most
+# (bridge.tool_text.NAME_WEIGHT), so two tools that say the same of different things
+# ("information about house renting" / "... purchasing") stay below the threshold, while a
+# copy is at 1 and a second version adding a few words to its description well above it.
 NEAR_DUPLICATE = 0.8
 DUPLICATE_SCORE_RATIO = 0.95
 _OVERLAPS_KEPT = 100_000
@@ -367,11 +77,17 @@ def _overlap(first: Counter[str], second: Counter[str]) -> float:
     return shared / (sum(first.values()) + sum(second.values()) - shared) if shared else 0.0
 
 
+# Fusion of the two rankings (chosen on the dev half of MetaTool, bench/README.md): the lexical
+# score over the best one, and the similarity rescaled so SIMILARITY_FLOOR is 0 and the best
+# tool's is 1.
+FUSION_WEIGHT = 0.3
+SIMILARITY_FLOOR = 0.0
+
+
 # --- the index -----------------------------------------------------------------------------
 
 # AutoCut: the list stops at the first hit scoring less than AUTOCUT_RATIO of the hit before
-# it. At the issue's one half it cost 2 points of R@5 on MetaTool, where the right tool often
-# follows a drop; at a quarter it costs 0.1 point of R@10 and still trims (bench/README.md).
+# it: low, because on MetaTool the right tool often follows a drop (bench/README.md).
 AUTOCUT_RATIO = 0.25
 
 
@@ -382,8 +98,7 @@ class ToolIndex:
         """`embedder` (see bridge.semantic): with one, tools are also found by meaning once
         embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
         without, search is lexical only."""
-        self._semantic = _SemanticTier(embedder) if embedder is not None else None
-        self.last_tier = "lexical"  # the tier of the last search: "lexical" or "hybrid"
+        self._vectors = ToolVectors(embedder) if embedder is not None else None
         self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
         self._key_at: list[str | None] = []
@@ -426,13 +141,13 @@ class ToolIndex:
             self._slot_of[tool.key] = slot
             name_words = words(tool.name)
             heading_words = name_words + words(tool.title) if tool.title else name_words
-            for term in self._bm25.put(slot, _word_counts(heading_words, _body(tool))):
+            for term in self._bm25.put(slot, word_counts(heading_words, body(tool))):
                 for trigram in letter_trigrams(term):  # a stem new to the room: rare once warm
                     self._stems_with.setdefault(trigram, set()).add(term)
             self._compact_name_at[slot] = compact_name = compact(tool.name)
             self._name_forms_at[slot] = forms = _name_forms(tool, compact_name, name_words)
-            if self._semantic is not None:
-                self._semantic.add(slot, _embedding_texts(tool, name_words))
+            if self._vectors is not None:
+                self._vectors.add(slot, embedding_texts(tool, name_words))
             for form in forms:
                 if form in by_name:
                     by_name[form].add(slot)
@@ -450,8 +165,8 @@ class ToolIndex:
                 for trigram in distinct_trigrams(term):  # "10000" has "000" twice
                     _discard(self._stems_with, trigram, term)
             self._trigram_bags.pop(slot, None)
-            if self._semantic is not None:
-                self._semantic.remove(slot)
+            if self._vectors is not None:
+                self._vectors.remove(slot)
             for form in self._name_forms_at[slot]:
                 _discard(self._by_name, form, slot)
             self._name_forms_at[slot] = ()
@@ -478,14 +193,12 @@ class ToolIndex:
                         if trigram in trigram_df:
                             trigram_df[trigram] += sign
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+    def search(self, query: str, limit: int = 5, *, query_vector: np.ndarray | None = None) -> list[SearchHit]:
         """The best `limit` tools for `query`, best first; [] when nothing matches.
 
-        With an embedder and at least one tool embedded, the lexical candidates and the
-        tools nearest the query's embedding are fused (see FUSION_WEIGHT): tier "hybrid";
-        else "lexical". The query is embedded here, on the caller's thread (a few ms; the
-        last _QUERIES_KEPT queries' vectors are kept)."""
-        self.last_tier = "lexical"
+        Given the query's vector (by this index's embedder: see query_embedder) and with at
+        least one tool embedded, the lexical candidates and the tools nearest the query are
+        fused (see FUSION_WEIGHT): tier "hybrid"; else "lexical". The model never runs here."""
         if limit <= 0 or not self._slot_of:
             return []
         self._sync()
@@ -503,9 +216,12 @@ class ToolIndex:
             scores = self._demote_duplicates(self._rerank(query_terms, dict(kept)))
         else:
             scores = self._name_substring_scores(query) or self._common_word_scores(query_terms)
-        if self._semantic is not None and self._semantic.count and query.strip():
-            scores = self._fuse(scores, self._semantic.similarities(query, len(self._key_at)), max(limit, RERANK_DEPTH))
-            self.last_tier = "hybrid"
+        tier = "lexical"
+        if query_vector is not None and self.query_embedder(query) is not None:
+            assert self._vectors is not None
+            similarity = self._vectors.similarities(query_vector, len(self._key_at))
+            scores = self._fuse(scores, similarity, max(limit, RERANK_DEPTH))
+            tier = "hybrid"
         if named:
             # An exact name match goes first whatever the scores say (on a tie as well).
             lead = max(scores.values(), default=0.0) or 1.0
@@ -514,15 +230,22 @@ class ToolIndex:
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, self._key_at[item[0]] or ""))
         ranked = ranked[:limit]
         ranked = ranked[:self._cut([score for _, score in ranked])]
-        tier = self.last_tier
         return [SearchHit(key, score, tier) for slot, score in ranked if (key := self._key_at[slot]) is not None]
+
+    def query_embedder(self, query: str) -> Embedder | None:
+        """The model whose vector of `query` search() would fuse in; None when it would search
+        by words only (no embedder, no tool embedded yet, or a blank query)."""
+        vectors = self._vectors
+        if vectors is None or not vectors.count or not query.strip():
+            return None
+        return vectors.embedder
 
     def _fuse(self, lexical: dict[int, float], similarity: np.ndarray, depth: int) -> dict[int, float]:
         """FUSION_WEIGHT x lexical score / best lexical score + (1 - FUSION_WEIGHT) x the
         similarity (see NAME_SHARE) rescaled to 0..1 between SIMILARITY_FLOOR and the best, over the lexical
         candidates and the `depth` most similar embedded tools. A lexical candidate not yet
         embedded counts its lexical share twice (as if meaning agreed with words)."""
-        semantic = self._semantic
+        semantic = self._vectors
         assert semantic is not None
         nearest = self._nearest(semantic.embedded_slots(), similarity, depth)
         best = float(similarity[nearest[0]]) if len(nearest) else 1.0
@@ -543,7 +266,7 @@ class ToolIndex:
     @staticmethod
     def _nearest(slots: np.ndarray, similarity: np.ndarray, depth: int) -> np.ndarray:
         """The `depth` of `slots` most similar, best first (the lower slot first on a tie):
-        a partition, then a sort of those only (a full sort cost ~1 ms at 10,000 tools)."""
+        a partition, then a sort of those only."""
         if len(slots) > depth:
             slots = slots[np.argpartition(-similarity[slots], depth - 1)[:depth]]
         return slots[np.lexsort((slots, -similarity[slots]))]
@@ -554,19 +277,19 @@ class ToolIndex:
         """Up to `limit` texts of tools not embedded yet and not in another job, to embed off
         the loop (EmbeddingJob.compute) and hand back with store_embeddings; None when there
         are none (or the index has no embedder)."""
-        return self._semantic.job(limit) if self._semantic is not None else None
+        return self._vectors.job(limit) if self._vectors is not None else None
 
     def store_embeddings(self, job: EmbeddingJob) -> None:
         """Take the vectors of a computed job (on the index's loop). Tools removed or changed
         since the job was taken are left alone; a job that failed (no vectors) frees its
         texts for the next job."""
-        if self._semantic is not None:
-            self._semantic.store(job)
+        if self._vectors is not None:
+            self._vectors.store(job)
 
     @property
     def pending_embeddings(self) -> int:
         """Tools (slots) still waiting for their vector."""
-        return self._semantic.pending_slots if self._semantic is not None else 0
+        return self._vectors.pending_slots if self._vectors is not None else 0
 
     @staticmethod
     def _query_terms(query: str) -> list[str]:
@@ -749,169 +472,3 @@ def _discard(index: dict[str, set[Any]], key: str, member: Any) -> None:
     members.discard(member)
     if not members:
         del index[key]
-
-
-# --- the semantic tier -------------------------------------------------------------------------
-
-# Fusion of the two rankings, chosen on the dev half of MetaTool against reciprocal rank
-# fusion (bench/README.md): the lexical score over the best one, and the similarity
-# rescaled so SIMILARITY_FLOOR is 0 and the best tool's is 1.
-FUSION_WEIGHT = 0.3
-SIMILARITY_FLOOR = 0.0
-# A tool is embedded as two texts, what it is called and what it does (_embedding_texts),
-# and its similarity to a query is NAME_SHARE x the name's cosine + (1 - NAME_SHARE) x the
-# description's. One text of both sat between them: on MetaTool's dev half the two fields
-# gave +2.5 points R@5 and +7.4 multi R@5 (a request naming two tools' topics is near
-# each of their names). The sum of cosines is the cosine with the same sum of the vectors,
-# so each tool keeps one vector and a query costs one product, as with one text.
-NAME_SHARE = 0.3
-_VECTORS_KEPT = 50_000  # cached embeddings by text hash (~1.5 KB each at 384 dimensions)
-_QUERIES_KEPT = 256
-
-
-def _embedding_texts(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
-    """What the model reads of a tool, as two texts: its name as words and its title; and its
-    description, app and the names of its parameters (the name again when it has none of these)."""
-    name = ". ".join(part.strip() for part in (" ".join(name_words), tool.title or "") if part.strip())
-    parts = [tool.description]
-    if tool.app:
-        parts.append(f"({tool.app})")
-    schema = tool.input_schema
-    properties = schema.get("properties") if schema is not None and _is_mapping(schema) else None
-    if properties is not None and _is_mapping(properties):
-        parameters = [" ".join(words(str(name))) for name in properties]
-        if parameters:
-            parts.append("Parameters: " + ", ".join(parameters) + ".")
-    about = " ".join(part.strip() for part in parts if part.strip())
-    return name or about, about or name
-
-
-class _SemanticTier:
-    """A ToolIndex's vectors by slot, the texts still to embed, and the cache by text hash.
-    A slot's vector is its texts' vectors weighted (NAME_SHARE), set once all have one."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self._vectors: np.ndarray | None = None  # (slots, dimension) float32, grown by doubling
-        self._has = np.zeros(64, dtype=bool)
-        self.count = 0  # slots with a vector
-        self._hashes_at: dict[int, tuple[bytes, bytes]] = {}  # slot -> hashes of its name and description texts
-        self._waiting: dict[int, dict[bytes, np.ndarray]] = {}  # slot still to embed -> its texts' vectors so far
-        self._pending: dict[bytes, tuple[str, set[int]]] = {}  # hash -> (text, slots waiting for it)
-        self._in_flight: set[bytes] = set()  # hashes in a job not handed back yet
-        self._cache: dict[bytes, np.ndarray] = {}  # hash of a text, or a tool's two -> vector, oldest first
-        self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
-
-    @property
-    def pending_slots(self) -> int:
-        return len(self._waiting)
-
-    def add(self, slot: int, texts: tuple[str, str]) -> None:
-        hashes = self._hashes_at[slot] = (self._hash(texts[0]), self._hash(texts[1]))
-        # A tool seen before (a reload, another tab): its combined vector, one lookup.
-        vector = self._cache.get(hashes[0] + hashes[1])
-        if vector is not None:
-            self._set(slot, vector)
-            return
-        found = {digest: vector for digest in hashes if (vector := self._cache.get(digest)) is not None}
-        if len(found) == len(set(hashes)):
-            self._set(slot, self._combined(hashes, found))
-            return
-        self._waiting[slot] = found
-        for digest, text in zip(hashes, texts):
-            if digest not in found:
-                self._pending.setdefault(digest, (text, set()))[1].add(slot)
-
-    def _hash(self, text: str) -> bytes:
-        return text_hash(f"{self.embedder.name}\0{text}")
-
-    def _combined(self, hashes: tuple[bytes, bytes], vectors: Mapping[bytes, np.ndarray]) -> np.ndarray:
-        """The tool's vector (see NAME_SHARE), kept under the pair of hashes."""
-        name, about = hashes
-        combined = NAME_SHARE * vectors[name] + (1 - NAME_SHARE) * vectors[about]
-        self._keep(name + about, combined)
-        return combined
-
-    def _keep(self, key: bytes, vector: np.ndarray) -> None:
-        if len(self._cache) >= _VECTORS_KEPT:
-            del self._cache[next(iter(self._cache))]
-        self._cache[key] = vector
-
-    def remove(self, slot: int) -> None:
-        hashes = self._hashes_at.pop(slot, ())
-        if self._waiting.pop(slot, None) is not None:
-            for digest in hashes:
-                found = self._pending.get(digest)
-                if found is not None:
-                    found[1].discard(slot)
-                    if not found[1]:
-                        del self._pending[digest]
-        if slot < len(self._has) and self._has[slot]:
-            self._has[slot] = False
-            self.count -= 1
-
-    def job(self, limit: int) -> EmbeddingJob | None:
-        hashes, texts = [], []
-        for digest, (text, _) in self._pending.items():
-            if digest not in self._in_flight:
-                hashes.append(digest)
-                texts.append(text)
-                if len(hashes) >= limit:
-                    break
-        if not hashes:
-            return None
-        self._in_flight.update(hashes)
-        return EmbeddingJob(self.embedder, hashes, texts)
-
-    def store(self, job: EmbeddingJob) -> None:
-        self._in_flight.difference_update(job.hashes)
-        if job.vectors is None or len(job.vectors) != len(job.hashes):
-            return
-        vectors = np.asarray(job.vectors, dtype=np.float32)
-        for digest, vector in zip(job.hashes, vectors):
-            self._keep(digest, vector)
-            found = self._pending.pop(digest, None)
-            for slot in found[1] if found is not None else ():
-                has = self._waiting[slot]
-                has[digest] = vector
-                hashes = self._hashes_at[slot]
-                if len(has) == len(set(hashes)):
-                    del self._waiting[slot]
-                    self._set(slot, self._combined(hashes, has))
-
-    def _set(self, slot: int, vector: np.ndarray) -> None:
-        if self._vectors is None:
-            self._vectors = np.zeros((max(64, len(self._has)), len(vector)), dtype=np.float32)
-        while slot >= len(self._vectors):
-            self._vectors = np.concatenate([self._vectors, np.zeros_like(self._vectors)])
-        while slot >= len(self._has):
-            self._has = np.concatenate([self._has, np.zeros_like(self._has)])
-        self._vectors[slot] = vector
-        if not self._has[slot]:
-            self._has[slot] = True
-            self.count += 1
-
-    def has_vector(self, slot: int) -> bool:
-        return slot < len(self._has) and bool(self._has[slot])
-
-    def embedded_slots(self) -> np.ndarray:
-        return np.flatnonzero(self._has)
-
-    def similarities(self, query: str, size: int) -> np.ndarray:
-        """Similarity of the query to each slot's tool (see NAME_SHARE; 0 where there is no
-        vector), for slots 0 .. size - 1 (the slots in use: the arrays grow by doubling, and
-        the product reads only these rows)."""
-        vector = self._queries.pop(query, None)
-        if vector is None:
-            vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
-            if len(self._queries) >= _QUERIES_KEPT:
-                del self._queries[next(iter(self._queries))]
-        self._queries[query] = vector
-        assert self._vectors is not None
-        found = np.zeros(size, dtype=np.float32)
-        rows = min(size, len(self._vectors), len(self._has))
-        # numpy's own loop, not BLAS: OpenBLAS runs this product on all cores, and on a busy
-        # machine waiting for its threads took 10-15 ms at 10,000 tools where one took 0.6.
-        found[:rows] = np.einsum("ij,j->i", self._vectors[:rows], vector)
-        found[:rows][~self._has[:rows]] = 0.0
-        return found

@@ -5,31 +5,31 @@ with onnxruntime: no PyTorch). Without it everything here but `load_embedder` wo
 `load_embedder` raises `SemanticSearchUnavailable` saying what to install; a `ToolIndex` with
 no embedder searches lexically.
 
-How the hub drives it (it owns the event loop; the index is used from that loop only)::
+The model never runs on the event loop. Each embedder gets two threads of its own
+(`EmbeddingWorker`): one embeds tools, one embeds queries, every query waiting at that
+moment in one model call. However many rooms and agents there are, at most one batch of
+each kind runs at once, and the loop only waits for its own `await`s. How the hub drives
+it (it owns the loop; an index is used from that loop only)::
 
-    from bridge.semantic import load_embedder, embed_pending
-    embedder = load_embedder(settings.search_model)          # once, at start-up; off the loop
-    index = ToolIndex(embedder=embedder)                     # ... or embedder=None: lexical only
+    from bridge.semantic import load_embedder, embed_pending, embed_query
+    embedder = load_embedder(settings.search_model)           # once, at start-up; off the loop
+    index = ToolIndex(embedder=embedder)                      # ... or embedder=None: lexical only
     index.add(tools)                                          # searchable lexically at once
-    await embed_pending(index)                                # after registrations; embeds in a thread
-    hits = index.search(query, limit)                         # synchronous, as before
-    index.last_tier                                           # "lexical" or "hybrid"
+    await embed_pending(index)                                # after registrations
+    model = index.query_embedder(query)                       # None: the search is lexical
+    vector = await embed_query(model, query) if model else None
+    hits = index.search(query, limit, query_vector=vector)    # each hit says its tier
 
 `embed_pending` takes a snapshot of the texts still to embed on the loop
-(`ToolIndex.embedding_job()`), embeds them in a worker thread (`EmbeddingJob.compute()`,
-which touches only the job and the embedder, never the index), and hands the vectors back on
-the loop (`ToolIndex.store_embeddings()`), until nothing is left. Tools added or removed
-meanwhile are fine: a vector is only used for a tool whose text still has that hash, a tool
-added later is in the next job, and vectors are cached by the hash of the text, so
-registering the same tool again (another tab, a reload) costs nothing.
+(`ToolIndex.embedding_job()`), embeds them on the embedder's tool thread
+(`EmbeddingJob.compute()`, which touches only the job and the embedder, never the index), and
+hands the vectors back on the loop (`ToolIndex.store_embeddings()`), until nothing is left.
+Tools added or removed meanwhile are fine: a vector is only used for a tool whose text still
+has that hash, a tool added later is in the next job, and vectors are cached by the hash of
+the text, so registering the same tool again (another tab, a reload) costs nothing.
 
-Choice of library (2026-11): fastembed (Qdrant; Apache-2.0; releases monthly, 0.9.1 in
-2026-10) loads ONNX embedding models by name from the Hugging Face hub into a local cache on
-first use, or from a local directory, tokenises with `tokenizers` and runs onnxruntime; it
-needs no PyTorch (~60 MB installed with onnxruntime). Weighed against it: model2vec (MIT,
-static embeddings, ~1 ms a query, but no transformer and not ONNX), sentence-transformers
-(needs PyTorch, ~1 GB), and calling onnxruntime directly (the tokenising, pooling and model
-download code would be ours to keep). See bench/README.md for the models measured.
+fastembed, rather than sentence-transformers (PyTorch) or onnxruntime called directly (the
+tokenising, pooling and model download would be ours to keep): bench/README.md says why.
 """
 
 from __future__ import annotations
@@ -37,16 +37,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
+import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import import_module
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingJob", "FastEmbedEmbedder", "SemanticSearchUnavailable",
-           "embed_pending", "load_embedder", "text_hash", "DEFAULT_MODEL"]
+__all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
+           "SemanticSearchUnavailable", "embed_pending", "embed_query", "load_embedder", "text_hash", "worker_for",
+           "DEFAULT_MODEL"]
 
 log = logging.getLogger("bridge.semantic")
 
@@ -61,8 +66,9 @@ class SemanticSearchUnavailable(ImportError):
 
 class Embedder(Protocol):
     """What the index needs of a model. Vectors are float32 and L2-normalised, so a dot
-    product is the cosine. `embed_documents` runs in a worker thread; `embed_query` on the
-    event loop, inside ToolIndex.search (a few ms)."""
+    product is the cosine. Both methods run on the embedder's worker threads (EmbeddingWorker),
+    never on the event loop. An embedder may also have `embed_queries(texts)`, many queries in
+    one call, which the worker then uses for the queries waiting together."""
 
     name: str
 
@@ -87,7 +93,7 @@ class FastEmbedEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         # Shortest first: a batch is padded to its longest text, and a tool's name (a few
-        # words) batched with descriptions cost as much as one (~1.6x the time for a tool's two).
+        # words) batched with descriptions would cost as much as one.
         order = sorted(range(len(texts)), key=lambda at: len(texts[at]))
         embedded = np.asarray(list(self._model.passage_embed([texts[at] for at in order], batch_size=64)),
                               dtype=np.float32)
@@ -96,7 +102,7 @@ class FastEmbedEmbedder:
         return _normalised(vectors)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """embed_query of many texts in batches (for benchmarks)."""
+        """embed_query of many texts, in one model call per 64."""
         return _normalised(np.asarray(list(self._model.query_embed(list(texts), batch_size=64)), dtype=np.float32))
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -155,16 +161,144 @@ class EmbeddingJob:
         return self
 
 
+# Queries embedded in one model call, at most; and queries waiting for the model, at most: past
+# that a search is lexical rather than queued behind a backlog (see EmbeddingBusy).
+QUERY_BATCH = 64
+QUERIES_WAITING_MAX = 256
+_QUERIES_KEPT = 256  # query -> vector, for the same query again (agents repeat themselves)
+
+
+class EmbeddingBusy(RuntimeError):
+    """Too many queries are waiting for the model: search this one by words."""
+
+
+class EmbeddingWorker:
+    """The threads one embedder runs on: one for tools (`documents`), one for queries (`query`),
+    so a page registering many tools never holds up a search, and neither touches the event
+    loop. The queries waiting while the model embeds others go together in its next call.
+    Get an embedder's worker with `worker_for`; a worker serves any number of loops."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        # Weakly: the worker is kept by the embedder (worker_for), and must not keep it alive.
+        self._embedder = weakref.ref(embedder)
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[np.ndarray]]]] = {}
+        self._pumping = False  # a task of the query thread is taking the waiting queries
+        self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
+        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-queries")
+        self._tool_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-tools")
+
+    async def documents(self, job: EmbeddingJob) -> EmbeddingJob:
+        """`job` computed on the tool thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._tool_thread, job.compute)
+
+    async def query(self, text: str) -> np.ndarray:
+        """The vector of the query `text`, embedded on the query thread together with the other
+        queries waiting then. Raises EmbeddingBusy past QUERIES_WAITING_MAX waiting queries, and
+        what the model raised."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            vector = self._queries.pop(text, None)
+            if vector is not None:
+                self._queries[text] = vector  # the most recently used: last
+                return vector
+            waiters = self._waiting.get(text)
+            if waiters is None:
+                if len(self._waiting) >= QUERIES_WAITING_MAX:
+                    raise EmbeddingBusy(f"{len(self._waiting)} queries are waiting for the embedding model")
+                waiters = self._waiting[text] = []
+            future: asyncio.Future[np.ndarray] = loop.create_future()
+            waiters.append((loop, future))
+            if not self._pumping:
+                self._pumping = True
+                self._query_thread.submit(self._embed_waiting)
+        return await future
+
+    def _embed_waiting(self) -> None:
+        """On the query thread: embed the waiting queries, QUERY_BATCH per model call, until none wait."""
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    self._pumping = False
+                    return
+                texts = list(islice(self._waiting, QUERY_BATCH))
+                waiters = [self._waiting.pop(text) for text in texts]
+            vectors: np.ndarray | None = None
+            error: BaseException | None = None
+            try:
+                vectors = self._embed_queries(texts)
+            except BaseException as exc:  # handed to every waiter; the thread goes on
+                error = exc
+            if vectors is not None:
+                with self._lock:
+                    for text, vector in zip(texts, vectors):
+                        if len(self._queries) >= _QUERIES_KEPT:
+                            del self._queries[next(iter(self._queries))]
+                        self._queries[text] = vector
+            for at, its_waiters in enumerate(waiters):
+                for loop, future in its_waiters:
+                    try:
+                        loop.call_soon_threadsafe(_settle, future, None if vectors is None else vectors[at], error)
+                    except RuntimeError:  # that loop is closed: nobody waits any more
+                        pass
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        embedder = self._embedder()
+        if embedder is None:
+            raise SemanticSearchUnavailable("the embedding model was dropped")
+        many = getattr(embedder, "embed_queries", None)
+        if many is not None:
+            vectors = np.asarray(many(texts), dtype=np.float32)
+        else:
+            vectors = np.stack([np.asarray(embedder.embed_query(text), dtype=np.float32) for text in texts])
+        if len(vectors) != len(texts):
+            raise ValueError(f"the model gave {len(vectors)} vectors for {len(texts)} queries")
+        return vectors
+
+    def close(self) -> None:
+        """Let the threads end once what they run is done."""
+        self._query_thread.shutdown(wait=False)
+        self._tool_thread.shutdown(wait=False)
+
+
+def _settle(future: asyncio.Future[np.ndarray], vector: np.ndarray | None, error: BaseException | None) -> None:
+    if future.done():  # the search was cancelled
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(vector)  # type: ignore[arg-type]
+
+
+_workers: weakref.WeakKeyDictionary[Any, EmbeddingWorker] = weakref.WeakKeyDictionary()
+_workers_lock = threading.Lock()
+
+
+def worker_for(embedder: Embedder) -> EmbeddingWorker:
+    """The embedder's one worker (made on first use, gone with the embedder)."""
+    with _workers_lock:
+        worker = _workers.get(embedder)
+        if worker is None:
+            worker = _workers[embedder] = EmbeddingWorker(embedder)
+            weakref.finalize(embedder, worker.close)
+        return worker
+
+
+async def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector of the query `text`, embedded off the loop (see EmbeddingWorker.query)."""
+    return await worker_for(embedder).query(text)
+
+
 async def embed_pending(index: Any, batch: int = 256) -> int:
     """Embed every tool of `index` (a ToolIndex) still lacking a vector, `batch` texts per
-    worker-thread call, handing each batch back on the loop; the number of texts embedded.
-    Call it from the loop that uses the index, e.g. as a task after each registration; runs
-    until nothing is pending, so tools added meanwhile are embedded too. If the model
-    raises, the exception propagates and the texts stay pending for the next call."""
+    model call on the embedder's tool thread, handing each batch back on the loop; the number
+    of texts embedded. Call it from the loop that uses the index, e.g. as a task after each
+    registration; runs until nothing is pending, so tools added meanwhile are embedded too. If
+    the model raises, the exception propagates and the texts stay pending for the next call."""
     done = 0
     while (job := index.embedding_job(batch)) is not None:
         try:
-            await asyncio.to_thread(job.compute)
+            await worker_for(job.embedder).documents(job)
         finally:
             index.store_embeddings(job)  # without vectors (the model failed, or cancelled): texts freed
         done += len(job.texts)
@@ -175,6 +309,7 @@ class BackgroundEmbedding:
     """The hub's side of the semantic tier, all in the background of its event loop: the model,
     loaded once in a worker thread when `start()` is first called with a loop running, and for
     each index one `embed_pending` task at a time (`embed_later`), so nobody waits for a vector.
+    Agents' queries are embedded by `embed_query` (bridge.catalog.Room.search).
 
     `model` empty: nothing is ever loaded and search stays lexical. A model that cannot be
     loaded is logged once, with why, and search stays lexical. `on_loaded(embedder)` is called

@@ -11,7 +11,8 @@ import pytest
 
 from rank_bm25 import BM25Okapi
 
-from bridge.search import B, K1, IndexedTool, LiveBM25, SearchHit, ToolIndex, squared_idf
+from bridge.bm25 import B, K1, LiveBM25, squared_idf
+from bridge.search import IndexedTool, SearchHit, ToolIndex
 from bridge.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 
 

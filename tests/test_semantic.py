@@ -27,8 +27,8 @@ from mcp import Client
 
 import bridge.semantic
 from bridge.config import Settings
-from bridge.search import IndexedTool, ToolIndex
-from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, load_embedder
+from bridge.search import IndexedTool, SearchHit, ToolIndex
+from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
 from bridge.tokenizer import words
 from search_support import listed, many_tools, match_names, search
 from support import eventually, page, running_bridge
@@ -71,6 +71,13 @@ def keys(hits) -> list[str]:
     return [hit.key for hit in hits]
 
 
+def find(index: ToolIndex, query: str, limit: int = 5) -> list[SearchHit]:
+    """A search as a room makes it: the query embedded off the loop when the index would use its vector."""
+    model = index.query_embedder(query)
+    vector = asyncio.run(embed_query(model, query)) if model is not None else None
+    return index.search(query, limit, query_vector=vector)
+
+
 # --- without the extra ------------------------------------------------------------------------
 
 
@@ -79,8 +86,8 @@ def test_without_the_extra_the_loader_says_what_to_install_and_the_index_is_lexi
     with pytest.raises(SemanticSearchUnavailable, match=r"pip install \"agui-mcp-bridge\[semantic\]\""):
         load_embedder("sentence-transformers/all-MiniLM-L6-v2")
     index = ToolIndex(TOOLS)
-    hits = index.search("weather in Paris")
-    assert keys(hits) == ["get_weather"] and hits[0].tier == "lexical" and index.last_tier == "lexical"
+    hits = find(index, "weather in Paris")
+    assert keys(hits) == ["get_weather"] and hits[0].tier == "lexical" and index.query_embedder("weather") is None
     assert index.embedding_job() is None and index.pending_embeddings == 0
 
 
@@ -90,13 +97,14 @@ def test_without_the_extra_the_loader_says_what_to_install_and_the_index_is_lexi
 def test_a_tool_is_found_by_words_at_once_and_by_meaning_once_embedded() -> None:
     index = ToolIndex(TOOLS, embedder=WordHashEmbedder())
     assert index.pending_embeddings == len(TOOLS)
-    assert index.search("rain umbrella") == [] and index.last_tier == "lexical"  # no word in common
-    hits = index.search("weather")
+    assert index.query_embedder("rain umbrella") is None  # nothing embedded yet: the search is lexical
+    assert find(index, "rain umbrella") == []  # no word in common
+    hits = find(index, "weather")
     assert keys(hits)[0] == "get_weather" and hits[0].tier == "lexical"
     assert asyncio.run(embed_pending(index)) == 2 * len(TOOLS)  # each tool's name and description
     assert index.pending_embeddings == 0
-    hits = index.search("rain umbrella")
-    assert keys(hits)[0] == "get_weather" and index.last_tier == "hybrid" and hits[0].tier == "hybrid"
+    hits = find(index, "rain umbrella")
+    assert keys(hits)[0] == "get_weather" and all(hit.tier == "hybrid" for hit in hits)
 
 
 def test_embedding_is_cached_by_text_so_registering_again_costs_nothing() -> None:
@@ -108,7 +116,7 @@ def test_embedding_is_cached_by_text_so_registering_again_costs_nothing() -> Non
     index.add([tool("get_weather", "Weather forecast for a city")])  # a reload: same text
     index.add([IndexedTool(key="get_weather__tab2", name="get_weather", description="Weather forecast for a city")])
     assert index.pending_embeddings == 0 and index.embedding_job() is None
-    assert keys(index.search("rain umbrella", limit=2)) == ["get_weather", "get_weather__tab2"]
+    assert keys(find(index, "rain umbrella", limit=2)) == ["get_weather", "get_weather__tab2"]
     index.add([tool("get_weather", "Weather radar for a city")])  # changed text: embedded again
     assert index.pending_embeddings == 1
     asyncio.run(embed_pending(index))
@@ -125,7 +133,7 @@ def test_each_text_is_cached_apart_so_a_known_name_is_not_embedded_again() -> No
     assert job is not None and job.texts == ["Weather radar for a city"]
     index.store_embeddings(job.compute())
     assert index.pending_embeddings == 0
-    assert keys(index.search("umbrella", limit=2)) == ["get_weather", "get_weather__v2"]
+    assert keys(find(index, "umbrella", limit=2)) == ["get_weather", "get_weather__v2"]
 
 
 def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
@@ -139,11 +147,11 @@ def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
     index.add([tool("play_music", "Play a podcast episode"), tool("take_note", "Write down a message")])
     index.store_embeddings(job)
     assert index.pending_embeddings == 2  # the changed tool and the new one
-    assert "send_email" not in keys(index.search("mail message", limit=10))
+    assert "send_email" not in keys(find(index, "mail message", limit=10))
     asyncio.run(embed_pending(index))
     assert index.pending_embeddings == 0
-    assert keys(index.search("message", limit=1)) == ["take_note"]
-    assert "send_email" not in keys(index.search("mail", limit=10))
+    assert keys(find(index, "message", limit=1)) == ["take_note"]
+    assert "send_email" not in keys(find(index, "mail", limit=10))
 
 
 def test_a_failed_job_frees_its_texts_for_the_next_one() -> None:
@@ -190,7 +198,8 @@ def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None
     assert index.pending_embeddings == len(TOOLS)
     job = index.embedding_job()
     assert job is not None and len(job.texts) == 2 * len(TOOLS)
-    assert keys(index.search("weather")) == ["get_weather"] and index.last_tier == "lexical"
+    hits = find(index, "weather")
+    assert keys(hits) == ["get_weather"] and hits[0].tier == "lexical"
 
 
 def test_a_tool_is_embedded_as_its_name_and_as_what_it_does() -> None:
@@ -203,7 +212,7 @@ def test_a_tool_is_embedded_as_its_name_and_as_what_it_does() -> None:
     # A tool without a description, app or parameters is embedded once, as its name.
     assert sorted(embedder.embedded) == ["Forecast. (Travel) Parameters: city name.", "get weather. Weather",
                                          "play music"]
-    assert keys(index.search("song", limit=1)) == [] and keys(index.search("play music"))[0] == "play_music"
+    assert keys(find(index, "song", limit=1)) == [] and keys(find(index, "play music"))[0] == "play_music"
 
 
 def test_a_tool_is_found_by_meaning_through_its_name_or_its_description_and_more_through_the_description() -> None:
@@ -212,8 +221,9 @@ def test_a_tool_is_found_by_meaning_through_its_name_or_its_description_and_more
     by_description = tool("team_board", "The forecast")
     index = ToolIndex([by_name, by_description], embedder=WordHashEmbedder())
     asyncio.run(embed_pending(index))
-    hits = index.search("rain")
-    assert keys(hits) == ["team_board", "forecast_panel"] and hits[1].score > 0 and index.last_tier == "hybrid"
+    hits = find(index, "rain")
+    assert keys(hits) == ["team_board", "forecast_panel"] and hits[1].score > 0
+    assert all(hit.tier == "hybrid" for hit in hits)
 
 
 def test_the_nearest_tools_by_meaning_are_found_among_many_whatever_their_order() -> None:
@@ -222,15 +232,16 @@ def test_the_nearest_tools_by_meaning_are_found_among_many_whatever_their_order(
     index = ToolIndex([*tools[:70], tool("get_forecast", "Tells the forecast"), *tools[70:]],
                       embedder=WordHashEmbedder())
     asyncio.run(embed_pending(index))
-    assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
+    assert keys(find(index, "umbrella", limit=3))[0] == "get_forecast"
     index.remove([f"tool_{number}" for number in range(80)])  # slots freed, the arrays as large
-    assert keys(index.search("umbrella", limit=3))[0] == "get_forecast"
+    assert keys(find(index, "umbrella", limit=3))[0] == "get_forecast"
 
 
 def test_an_exact_name_still_goes_first_in_the_hybrid_tier() -> None:
     index = ToolIndex([*TOOLS, tool("weather", "Book design courses")], embedder=WordHashEmbedder())
     asyncio.run(embed_pending(index))
-    assert keys(index.search("weather"))[0] == "weather" and index.last_tier == "hybrid"
+    hits = find(index, "weather")
+    assert keys(hits)[0] == "weather" and all(hit.tier == "hybrid" for hit in hits)
 
 
 # --- the real loading code on a real model (the `semantic` extra) ---------------------------------
@@ -272,10 +283,13 @@ def test_the_real_model_finds_a_tool_that_shares_no_word_with_the_request(minilm
              tool("convert_currency", "Convert an amount between currencies")]
     index = ToolIndex(tools, embedder=minilm)
     request = "should I take an umbrella tomorrow"
-    assert "get_forecast" not in keys(index.search(request)) and index.last_tier == "lexical"
+    hits = find(index, request)
+    assert "get_forecast" not in keys(hits) and all(hit.tier == "lexical" for hit in hits)
+    assert index.query_embedder(request) is None
     asyncio.run(embed_pending(index))
-    assert keys(index.search(request))[0] == "get_forecast" and index.last_tier == "hybrid"
-    assert keys(index.search("how many yen is 20 euros"))[0] == "convert_currency"
+    hits = find(index, request)
+    assert keys(hits)[0] == "get_forecast" and all(hit.tier == "hybrid" for hit in hits)
+    assert keys(find(index, "how many yen is 20 euros"))[0] == "convert_currency"
 
 
 def test_the_real_model_returns_vectors_in_the_order_of_the_texts_whatever_their_lengths(minilm) -> None:
