@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-ProgressSink = Callable[[float, "float | None", "str | None"], None]
+# What a page says about a call before it ends: {"progress": [progress, total, message]} or {"log": {...}}.
+NoteSink = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class Outcome:
     result: Any = None
     error: str | None = None
     # result | error | timeout | page_gone | cancelled | invalid_arguments | too_many_calls | bad_answer | shutdown
+    # | input_required (result: inputRequests, requestState) | input_unsupported (result: requiredCapabilities)
     kind: str = "result"
 
     @classmethod
@@ -48,7 +50,7 @@ class Call:
     arguments: dict[str, Any]
     future: asyncio.Future[Outcome]
     deadline: float  # on the event loop's clock
-    on_progress: ProgressSink | None = None
+    on_note: NoteSink | None = None
     started: float = field(default_factory=time.monotonic)
     started_at: float = field(default_factory=time.time)
 
@@ -79,12 +81,12 @@ class CallTable:
         return len(self._calls)
 
     def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
-             on_progress: ProgressSink | None = None) -> Call:
+             on_note: NoteSink | None = None) -> Call:
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
         call_id = "c_" + secrets.token_urlsafe(12)
         loop = asyncio.get_running_loop()
         call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
-                    loop.time() + self.timeout, on_progress)
+                    loop.time() + self.timeout, on_note)
         self._calls[call_id] = call
         self._in_room[room] += 1
         self._for_page[session_id] += 1
@@ -141,13 +143,13 @@ class CallTable:
         call.future.set_result(outcome)
         return True
 
-    def report_progress(self, call_id: str, progress: float, total: float | None, message: str | None,
-                        *, session_id: str | None = None) -> bool:
+    def report(self, call_id: str, note: dict[str, Any], *, session_id: str | None = None) -> bool:
+        """Pass what the page says about a waiting call (progress, a log line) to whoever waits for it."""
         call = self._calls.get(call_id)
         if call is None or call.future.done() or (session_id is not None and call.session_id != session_id):
             return False
-        if call.on_progress is not None:
-            call.on_progress(progress, total, message)
+        if call.on_note is not None:
+            call.on_note(note)
         return True
 
     def close(self, call: Call, outcome: Outcome) -> None:

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bridge import messages
-from bridge.calls import CallTable, Outcome, ProgressSink
+from bridge.calls import CallTable, NoteSink, Outcome
 from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition,
                             estimate_tokens)
 from bridge.definition_checks import Checks
-from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolProgress, ToolReturn,
-                            UnregisterTools)
+from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest, ToolLog,
+                            ToolProgress, ToolReturn, UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
 from bridge.schemas import SchemaLimits, nesting
 from bridge.semantic import BackgroundEmbedding, Embedder
@@ -67,11 +67,11 @@ class HubLink(Protocol):
 
     def settled(self, session: PageSession, call_id: str) -> None: ...
 
-    # A page's answer or progress for a call it was asked, wherever its agent waits; False if not waiting.
+    # A page's answer or note (progress, a log line) for a call it was asked, wherever its agent waits;
+    # False if not waiting.
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool: ...
 
-    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
-                       message: str | None) -> bool: ...
+    async def note(self, session: PageSession, call_id: str, note: dict[str, Any]) -> bool: ...
 
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None: ...
 
@@ -117,9 +117,8 @@ class LocalLink:
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
         return self.hub.calls.settle(call_id, outcome, session_id=session.id)
 
-    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
-                       message: str | None) -> bool:
-        return self.hub.calls.report_progress(call_id, progress, total, message, session_id=session.id)
+    async def note(self, session: PageSession, call_id: str, note: dict[str, Any]) -> bool:
+        return self.hub.calls.report(call_id, note, session_id=session.id)
 
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None:
         pass
@@ -442,8 +441,13 @@ class Hub:
             if not await self.link.answer(session, msg.call_id, outcome):
                 raise _unknown_call(msg)
             return []
-        if isinstance(msg, ToolProgress):
-            if not await self.link.progress(session, msg.call_id, msg.progress, msg.total, msg.message):
+        if isinstance(msg, ToolProgress | ToolLog):
+            if not await self.link.note(session, msg.call_id, msg.note()):
+                raise _unknown_call(msg)
+            return []
+        if isinstance(msg, ToolInputRequest):  # the call ends here; the page is invoked again with the answers
+            asked = {"inputRequests": msg.model_dump(mode="json")["requests"], "requestState": msg.requestState}
+            if not await self.link.answer(session, msg.call_id, Outcome(result=asked, kind="input_required")):
                 raise _unknown_call(msg)
             return []
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
@@ -535,8 +539,12 @@ class Hub:
         return call_id if settled else None
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
-                   on_progress: ProgressSink | None = None) -> Outcome:
-        """Send one call to the page that registered `tool` and wait for what ends it first."""
+                   on_note: NoteSink | None = None, asked: dict[str, Any] | None = None) -> Outcome:
+        """Send one call to the page that registered `tool` and wait for what ends it first.
+
+        `asked`: what the agent's side tells the page with the call (`client_capabilities`, and answers
+        to the page's input requests); the page's input requests the agent cannot answer end the call
+        with "input_unsupported", and the page is told (agui.tool.cancel)."""
         started = time.monotonic()
         asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
         session = self.sessions.get(tool.session_id)
@@ -549,14 +557,18 @@ class Hub:
             return refused
         assert session is not None  # a call to a page that is gone is refused
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
-                               on_progress=on_progress)
-        invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id)
+                               on_note=on_note)
+        invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id, asked)
         outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
         try:
             await self.link.invoke(session, call.call_id, invoke)
             outcome = await call.future  # the call table answers it with a timeout, if nothing else does
             if outcome.kind == "timeout":
                 self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
+            elif outcome.kind == "input_required":
+                outcome = self._answerable(outcome, (asked or {}).get("client_capabilities") or {})
+                if outcome.kind == "input_unsupported":
+                    self.link.push(session, messages.tool_cancel(call.call_id, outcome.error or ""))
         except LinkDown as exc:
             outcome = Outcome.failure(exc.kind, str(exc))
         except asyncio.CancelledError:
@@ -569,6 +581,17 @@ class Hub:
             self.link.settled(session, call.call_id)
             self._finished(room, tool.key, tool.session_id, outcome, time.monotonic() - started)
         return outcome
+
+    @staticmethod
+    def _answerable(outcome: Outcome, capabilities: dict[str, Any]) -> Outcome:
+        """The page's input requests, or what the agent lacks to answer them (as `requiredCapabilities`)."""
+        needed = {messages.INPUT_CAPABILITIES[request["method"]] for request in outcome.result["inputRequests"].values()}
+        missing = sorted(capability for capability in needed if not isinstance(capabilities.get(capability), dict))
+        if not missing:
+            return outcome
+        return Outcome(result={"requiredCapabilities": {capability: {} for capability in missing}},
+                       error=f"The page asked for input the agent did not declare it can give: {', '.join(missing)}.",
+                       kind="input_unsupported")
 
     def _offered_by_a_live_page(self, tool: Tool) -> Tool:
         """A closed tab keeps its tools for the grace period (a reload comes back): meanwhile a call
@@ -633,7 +656,7 @@ class TooManyRooms(Exception):
                          "room has emptied, or start it with a higher --max-rooms.")
 
 
-def _unknown_call(msg: ToolReturn | ToolProgress) -> ProtocolError:
+def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -> ProtocolError:
     return ProtocolError("unknown_call", f"No call {msg.call_id!r} is waiting for this page (unknown, already "
                          "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -27,6 +28,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -49,7 +51,9 @@ from bridge.catalog import ROOM_NAME, Listing, Room, Tool
 from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
-from bridge.mcp_tasks import PageTasks
+from bridge.mcp_input import (INPUT_ROUNDS_MAX, LogLevels, answers_in, ask_client, client_capabilities,
+                              input_required, modern, send_log)
+from bridge.mcp_tasks import InputNeeded, PageTasks, missing_capability
 from bridge.tasks import TaskTable
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
@@ -77,9 +81,10 @@ class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
     def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None,
-                 tasks: PageTasks | None = None) -> None:
+                 tasks: PageTasks | None = None, request_state: RequestStateSecurity | None = None) -> None:
         self.hub, self.room, self.settings = hub, room, settings
         self.tasks = tasks
+        self.log_levels = LogLevels(LEGACY_SESSIONS_MAX)
         self.public_url = public_url or (lambda: settings.public_url)  # where people open the demo page
         self._bus = InMemorySubscriptionBus()
         # Handshake-era sessions by Mcp-Session-Id ("" for stdio). The SDK drops a notification to a
@@ -98,6 +103,10 @@ class RoomServer:
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_legacy_session)
+        # Input requests' state, sealed and bound to the tool and its arguments.
+        self.server.middleware.append(RequestStateBoundary(request_state or RequestStateSecurity.ephemeral(),
+                                                           default_audience="agui-mcp-bridge"))
+        self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.log_levels.set_level)
         if tasks is not None:
             for method in tasks.methods():
                 self.server.add_request_handler(method.method, method.params_type, method.handler)
@@ -132,6 +141,8 @@ class RoomServer:
 
     def forget_session(self, session_id: str | None) -> bool:
         """Its client ended a handshake session; False if it was not known."""
+        if session_id is not None:
+            self.log_levels.forget(session_id)
         return session_id is not None and self.legacy_sessions.pop(session_id, None) is not None
 
     def _lists_meta_tools(self, listing: Listing) -> bool:
@@ -190,35 +201,50 @@ class RoomServer:
             raise MCPError(types.INVALID_PARAMS, route.message)
         if not isinstance(route, Invoke):  # a meta-tool's own answer
             return self._result(route)
-        tool = route.tool
+        tool, arguments = route.tool, route.arguments
+        asked = {"client_capabilities": client_capabilities(ctx), **answers_in(ctx)}
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support):
-            return await self.tasks.start(ctx, tool.key, lambda: self._task_result(tool, route.arguments))
-        return await self._page_result(ctx, tool, route.arguments)
+            return await self.tasks.start(ctx, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
+        for _ in range(INPUT_ROUNDS_MAX):
+            outcome = await self._page_outcome(ctx, tool, arguments, asked)
+            if outcome.kind == "input_unsupported":
+                raise missing_capability(outcome.result["requiredCapabilities"], outcome.error or "")
+            if outcome.kind != "input_required":
+                return self._shaped(tool, outcome, modern=modern(ctx))
+            if modern(ctx):
+                return input_required(outcome.result)
+            asked = asked | {"input_responses": await ask_client(ctx, outcome.result["inputRequests"]),
+                             "request_state": outcome.result["requestState"]}
+        return self._result(error_result(f"The page asked for input more than {INPUT_ROUNDS_MAX} times in one call."))
 
-    async def _task_result(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await self._page_outcome(None, tool, arguments)
+    async def _task_step(self, tool: Tool, arguments: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
+        """One round of a task's call: its result (wire JSON), or InputNeeded."""
+        outcome = await self._page_outcome(None, tool, arguments, asked)
+        if outcome.kind == "input_unsupported":
+            raise missing_capability(outcome.result["requiredCapabilities"], outcome.error or "")
+        if outcome.kind == "input_required":
+            raise InputNeeded(outcome.result["inputRequests"], outcome.result["requestState"])
         if outcome.kind in TASK_FAILURES:  # not the tool's answer: the task fails, as a JSON-RPC error would
             raise MCPError(types.INTERNAL_ERROR, outcome.error or outcome.kind)
         return self._shaped(tool, outcome, modern=True).model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    async def _page_result(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]
-                           ) -> types.CallToolResult:
-        outcome = await self._page_outcome(ctx, tool, arguments)
-        return self._shaped(tool, outcome, modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
-
-    async def _page_outcome(self, ctx: ServerRequestContext | None, tool: Tool, arguments: dict[str, Any]
-                            ) -> Outcome:
-        """Call the page. Without `ctx` (a task's call, which outlives its request) no progress is relayed."""
+    async def _page_outcome(self, ctx: ServerRequestContext | None, tool: Tool, arguments: dict[str, Any],
+                            asked: dict[str, Any]) -> Outcome:
+        """Call the page, relaying its progress and log lines to the agent that asked for them. Without
+        `ctx` (a task's call, which outlives its request) nothing is relayed."""
         # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
         # Not made the current span: nothing below starts spans, and each call would keep a
         # context manager and a context token while it waits.
         span = _tracer.start_span("agui.tool.call", attributes={
             "agui.tool": tool.key, "agui.room": self.room.name, "agui.page": tool.session_id[:6]})
         try:
-            if ctx is None or progress_token_from_params(ctx.params) is None:  # no progress asked: no relay to run
-                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id if ctx else None)
+            wants_progress = ctx is not None and progress_token_from_params(ctx.params) is not None
+            log_levels = self.log_levels.allowed(ctx) if ctx is not None else frozenset()
+            if ctx is None or not (wants_progress or log_levels):  # nothing to relay: no relay to run
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id if ctx else None,
+                                              asked=asked)
             else:
-                outcome = await self._call_relaying_progress(ctx, tool, arguments)
+                outcome = await self._call_relaying_notes(ctx, tool, arguments, asked, wants_progress, log_levels)
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
@@ -242,33 +268,37 @@ class RoomServer:
         base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
         return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
-    async def _call_relaying_progress(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any]):
-        send_progress, receive_progress = anyio.create_memory_object_stream[
-            tuple[float, float | None, str | None]](64)
-        with send_progress, receive_progress:
+    async def _call_relaying_notes(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
+                                   asked: dict[str, Any], wants_progress: bool, log_levels: frozenset[str]):
+        send_notes, receive_notes = anyio.create_memory_object_stream[dict[str, Any]](64)
+        with send_notes, receive_notes:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._relay_progress, ctx, receive_progress)
-                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id,
-                                              on_progress=lambda *p: _offer(send_progress, p))
+                tg.start_soon(self._relay_notes, ctx, receive_notes, wants_progress, log_levels)
+                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id, asked=asked,
+                                              on_note=lambda note: _offer(send_notes, note))
                 # What the page reported before its answer reaches the agent before the answer; an
                 # agent that stopped reading does not hold the answer up for long.
-                send_progress.close()
+                send_notes.close()
                 tg.cancel_scope.deadline = anyio.current_time() + NOTIFY_TIMEOUT
         return outcome
 
-    async def _relay_progress(self, ctx: ServerRequestContext, page_progress) -> None:
-        """Forward the page's progress, and tick while it is quiet so clients with request timeouts keep waiting."""
+    async def _relay_notes(self, ctx: ServerRequestContext, page_notes, wants_progress: bool,
+                           log_levels: frozenset[str]) -> None:
+        """Forward the page's progress and log lines as the agent asked for them, and tick while the page
+        is quiet so clients with request timeouts keep waiting."""
         values = MonotonicProgress()
         while True:
-            with anyio.move_on_after(self.settings.progress_interval) as quiet:
+            with anyio.move_on_after(self.settings.progress_interval if wants_progress else math.inf) as quiet:
                 try:
-                    progress, total, message = await page_progress.receive()
+                    note = await page_notes.receive()
                 except anyio.EndOfStream:
                     return  # the call ended and everything the page reported went out
             if quiet.cancelled_caught:
                 await ctx.session.report_progress(*values.tick("Waiting for the page to answer."))
-            else:
-                await ctx.session.report_progress(*values.page(progress, total, message))
+            elif "progress" in note and wants_progress:
+                await ctx.session.report_progress(*values.page(*note["progress"]))
+            elif "log" in note and note["log"]["level"] in log_levels:
+                await send_log(ctx, note["log"])
 
     @staticmethod
     def _result(wire: dict[str, Any]) -> types.CallToolResult:
@@ -312,6 +342,7 @@ class McpRooms:
         # Tasks outlive their room's server (freed when idle) and their agent's request.
         self.tasks = TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval)
         self._task_calls: dict[str, asyncio.Task[None]] = {}
+        self.request_state = RequestStateSecurity.ephemeral(ttl=settings.task_ttl)
         self._task_group: anyio.abc.TaskGroup | None = None
         # Where people open the demo page, as agents reach the bridge (its port, any mount prefix): from
         # the first HTTP request; until then (stdio) from the settings.
@@ -351,7 +382,7 @@ class McpRooms:
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
                                              lambda: self._public_url or self.settings.public_url,
-                                             PageTasks(self.tasks, room, self._task_calls))
+                                             PageTasks(self.tasks, room, self._task_calls), self.request_state)
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:

@@ -25,6 +25,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
+from bridge.mcp_input import INPUT_ROUNDS_MAX
 from bridge.tasks import Task, TaskTable, TooManyTasks
 
 log = logging.getLogger("bridge.mcp")
@@ -33,7 +34,16 @@ TASKS = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021
 HEADER_MISMATCH = -32020
 
-RunCall = Callable[[], Awaitable[dict[str, Any]]]  # the page call, as a CallToolResult (wire JSON)
+# One round of the page call, given the agent's answers so far: a CallToolResult (wire JSON), or InputNeeded.
+RunCall = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class InputNeeded(Exception):
+    """The page asked for input: the task waits for the agent's tasks/update, then calls the page again."""
+
+    def __init__(self, requests: dict[str, Any], page_state: Any) -> None:
+        super().__init__("input needed")
+        self.requests, self.page_state = requests, page_state
 
 
 class _TaskParams(BaseModel):
@@ -74,6 +84,7 @@ class PageTasks(Extension):
     def __init__(self, table: TaskTable, room: str, running: dict[str, asyncio.Task[None]]) -> None:
         self.table, self.room = table, room
         self._running = running  # the page calls of tasks still working, bridge-wide, by task id
+        self._answers: dict[str, tuple[dict[str, Any], asyncio.Event]] = {}  # for tasks waiting on input
 
     def methods(self) -> list[MethodBinding]:
         return [MethodBinding("tasks/get", _TaskParams, self._get),
@@ -108,7 +119,7 @@ class PageTasks(Extension):
     async def _run(self, task: Task, run: RunCall) -> None:
         try:
             async with asyncio.timeout(task.ttl):
-                result = await run()
+                result = await self._rounds(task, run)
         except TimeoutError:
             self.table.failed(task, types.INTERNAL_ERROR, "The task's time to live ran out before the page answered.")
         except asyncio.CancelledError:
@@ -121,6 +132,23 @@ class PageTasks(Extension):
             self.table.failed(task, types.INTERNAL_ERROR, "The bridge failed to run the call.")
         else:
             self.table.completed(task, result)
+        finally:
+            self._answers.pop(task.task_id, None)
+
+    async def _rounds(self, task: Task, run: RunCall) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for _ in range(INPUT_ROUNDS_MAX):
+            try:
+                return await run(answers)
+            except InputNeeded as needed:
+                given: dict[str, Any] = {}
+                answered = asyncio.Event()
+                self._answers[task.task_id] = (given, answered)
+                if self.table.ask(task, needed.requests):
+                    raise MCPError(types.INTERNAL_ERROR, "The page asked again under a key it used before.") from None
+                await answered.wait()
+                answers = {"input_responses": given, "request_state": needed.page_state}
+        raise MCPError(types.INTERNAL_ERROR, f"The page asked for input more than {INPUT_ROUNDS_MAX} times.")
 
     # --- tasks/get, tasks/update, tasks/cancel -----------------------------------------------
 
@@ -155,5 +183,15 @@ class PageTasks(Extension):
         return {}
 
     def answer(self, task: Task, responses: dict[str, Any]) -> None:
-        """Answers to the task's input requests (none are asked yet: see the input requests edge)."""
-        self.table.answered(task, list(responses))
+        """Answers to the task's outstanding input requests; others are ignored. Once all are in, the
+        page is called again with them."""
+        if not all(isinstance(response, dict) for response in responses.values()):
+            raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
+        waiting = self._answers.get(task.task_id)
+        taken = self.table.answered(task, list(responses))
+        if waiting is None:
+            return
+        given, answered = waiting
+        given.update({key: responses[key] for key in taken})
+        if task.status == "working":
+            answered.set()

@@ -118,14 +118,56 @@ class ToolProgress(_Message):
     total: float | None = None
     message: str | None = None
 
+    def note(self) -> dict[str, Any]:
+        return {"progress": [self.progress, self.total, self.message]}
+
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+class ToolLog(_Message):
+    """A log line about a waiting call, for agents that asked for log messages at this level or below."""
+
+    type: Literal["agui.tool.log"]
+    id: MessageId | None = None
+    call_id: str
+    level: LogLevel = "info"
+    data: JSONValue = None
+    logger: Annotated[str, Field(max_length=200)] | None = None
+
+    def note(self) -> dict[str, Any]:
+        return {"log": {"level": self.level, "data": self.data, "logger": self.logger}}
+
+
+class InputRequest(_Message):
+    model_config = ConfigDict(extra="forbid")
+    method: Literal["elicitation/create", "sampling/createMessage", "roots/list"]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+# The client capability an agent must have declared for the bridge to pass it each kind of input request.
+INPUT_CAPABILITIES = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+class ToolInputRequest(_Message):
+    """A waiting call needs input from the agent's side: the call ends, and the page is invoked again
+    with the answers (`input_responses`) and its own `request_state`."""
+
+    type: Literal["agui.tool.input_request"]
+    id: MessageId | None = None
+    call_id: str
+    requests: Annotated[dict[Annotated[str, Field(min_length=1, max_length=100)], InputRequest],
+                        Field(min_length=1, max_length=16)]
+    requestState: Annotated[str, Field(max_length=65_536)] | None = None
+
 
 PageMessage = Annotated[
-    Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress,
+    Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog | ToolInputRequest,
     Field(discriminator="type"),
 ]
 _page_message = TypeAdapter(PageMessage)
 PAGE_MESSAGE_TYPES = ("agui.hello", "agui.tools.register", "agui.tools.unregister", "agui.tool.return",
-                      "agui.tool.progress")
+                      "agui.tool.progress", "agui.tool.log", "agui.tool.input_request")
 
 
 def _non_finite(constant: str) -> None:
@@ -140,7 +182,8 @@ def _finite(number: str) -> float:
     return value
 
 
-def parse_page_message(text: str) -> Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress:
+def parse_page_message(text: str) -> (Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog
+                                       | ToolInputRequest):
     try:
         raw = json.loads(text, parse_constant=_non_finite, parse_float=_finite)
     except (ValueError, RecursionError) as exc:  # ValueError covers integers too long to convert
@@ -193,9 +236,12 @@ def tools_unregistered(names: list[str], reply_to: MessageId | None) -> dict[str
     return _reply({"type": "agui.tools.unregistered", "tools": names}, reply_to)
 
 
-def tool_invoke(call_id: str, tool: str, name: str, params: dict[str, Any], mcp_request_id: Any) -> dict[str, Any]:
+def tool_invoke(call_id: str, tool: str, name: str, params: dict[str, Any], mcp_request_id: Any,
+                asked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`asked`: what the agent's side told the page for this call: its client capabilities, and on a
+    call the page asked input for, `input_responses` and the page's own `request_state`."""
     return {"type": "agui.tool.invoke", "call_id": call_id, "tool": tool, "name": name, "params": params,
-            "mcp_request_id": mcp_request_id}
+            "mcp_request_id": mcp_request_id, **(asked or {})}
 
 
 def tool_cancel(call_id: str, reason: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from collections import deque
 
 import anyio
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -69,7 +70,7 @@ def may_ask_for_plain_call(scope: Scope) -> bool:
 
 
 def is_plain_call(request: PeekedRequest) -> bool:
-    """A complete JSON-RPC `tools/call` request that asks for no progress."""
+    """A complete JSON-RPC `tools/call` request that asks for no progress and no log messages."""
     if not request.complete:
         return False
     try:
@@ -80,7 +81,7 @@ def is_plain_call(request: PeekedRequest) -> bool:
         return False
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return not (isinstance(meta, dict) and meta.get("progressToken") is not None)
+    return not (isinstance(meta, dict) and (meta.get("progressToken") is not None or LOG_LEVEL_META_KEY in meta))
 
 
 async def answer_watching_disconnect(app: ASGIApp, scope: Scope, request: PeekedRequest, receive: Receive,

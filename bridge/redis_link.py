@@ -512,8 +512,7 @@ class RedisLink:
             self._asked.discard(call_id)  # the answer ended it in Redis too
             self.hub.calls.settle(call_id, Outcome(**message["outcome"]))
         else:
-            progress, total, text = message["progress"]
-            self.hub.calls.report_progress(call_id, progress, total, text)
+            self.hub.calls.report(call_id, message["note"])
 
     # --- what this process says (HubLink) --------------------------------------------------
 
@@ -649,10 +648,8 @@ class RedisLink:
                                                    "kind": outcome.kind}}
         return await self._send_reply(session, call_id, message, claim=True)
 
-    async def progress(self, session: PageSession, call_id: str, progress: float, total: float | None,
-                       message: str | None) -> bool:
-        return await self._send_reply(session, call_id, {"call_id": call_id, "progress": [progress, total, message]},
-                                      claim=False)
+    async def note(self, session: PageSession, call_id: str, note: dict[str, Any]) -> bool:
+        return await self._send_reply(session, call_id, {"call_id": call_id, "note": note}, claim=False)
 
     async def _send_reply(self, session: PageSession, call_id: str, message: dict[str, Any], *, claim: bool) -> bool:
         try:

@@ -10,12 +10,11 @@ from typing import Any
 import httpx
 import pytest
 from mcp import Client
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from bridge.tasks import TaskTable, TooManyTasks
+from modern_agent import TASKS, Agent
 from support import eventually, page, running_bridge, tool
 
-TASKS = "io.modelcontextprotocol/tasks"
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
                execution={"taskSupport": "optional"})
 APPROVE = tool("approve_payment", "Ask the user to approve a payment.", {"amount": {"type": "number"}},
@@ -85,41 +84,6 @@ def test_the_table_is_bounded():
 
 
 # --- through the bridge ----------------------------------------------------------------------
-
-
-def envelope(*, tasks: bool = True) -> dict[str, Any]:
-    capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
-    return {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_CAPABILITIES_META_KEY: capabilities,
-            CLIENT_INFO_META_KEY: {"name": "test", "version": "1"}}
-
-
-class Agent:
-    """A 2026-07-28 agent speaking raw JSON-RPC: each request its own HTTP request, as the era has it."""
-
-    def __init__(self, url: str, http: httpx.AsyncClient, *, tasks: bool = True) -> None:
-        self.url, self.http, self.tasks = url, http, tasks
-        self.ids = 0
-
-    async def request(self, method: str, params: dict[str, Any], *, name: str | None = None,
-                      tasks: bool | None = None) -> httpx.Response:
-        self.ids += 1
-        headers = {"MCP-Protocol-Version": "2026-07-28", "Accept": "application/json, text/event-stream",
-                   "Content-Type": "application/json", "Mcp-Method": method}
-        if name is not None:
-            headers["Mcp-Name"] = name
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": method,
-                "params": params | {"_meta": envelope(tasks=self.tasks if tasks is None else tasks)}}
-        return await self.http.post(self.url, json=body, headers=headers)
-
-    async def call(self, tool_name: str, arguments: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        response = await self.request("tools/call", {"name": tool_name, "arguments": arguments}, name=tool_name,
-                                      **kwargs)
-        return response.json()
-
-    async def task(self, method: str, task_id: str, *, name: str | None = None, **params: Any) -> dict[str, Any]:
-        response = await self.request(method, {"taskId": task_id, **params},
-                                      name=task_id if name is None else name)
-        return response.json()
 
 
 async def test_handshake_clients_see_each_tools_task_support():

@@ -10,6 +10,19 @@ import { abortError, errorMessage } from "./errors.js";
 const SENT_ANSWERS_KEPT = 200; // answers kept to send again if the bridge says it never got them
 const FINISHED_CALLS_KEPT = 5000; // call ids remembered after they end, to ignore replays
 
+/**
+ * The state a handler gave `askAgent`, as the bridge hands it back.
+ * @param {unknown} text
+ */
+function parsedState(text) {
+  if (typeof text !== "string") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** @implements {types.Calls} */
 export class Calls {
   /** @param {types.CallsLink} link */
@@ -66,6 +79,11 @@ export class Calls {
       tool: call.tool,
       name: call.name,
       progress: (progress, total, text) => this._progress(call, progress, total, text),
+      log: (level, data, logger) => this._log(call, level, data, logger),
+      askAgent: (requests, state) => this._askAgent(call, message.input_responses ?? {}, requests, state),
+      clientCapabilities: message.client_capabilities ?? {},
+      inputResponses: message.input_responses ?? {},
+      requestState: parsedState(message.request_state),
     };
     /** @type {Promise<ToolResult>} */
     let running;
@@ -194,6 +212,47 @@ export class Calls {
     if (text !== undefined && text !== null) message.message = String(text);
     this._link.emit("progress", { callId: call.callId, progress: value, total: message.total, message: message.message });
     return this._link.send(message); // progress is advisory: dropped while disconnected
+  }
+
+  /**
+   * @param {types.Call} call
+   * @param {string} level
+   * @param {unknown} data
+   * @param {string} [logger]
+   */
+  _log(call, level, data, logger) {
+    if (call.done) return false;
+    /** @type {Record<string, unknown>} */
+    const message = { type: "agui.tool.log", call_id: call.callId, level, data: data === undefined ? null : data };
+    if (logger !== undefined) message.logger = logger;
+    return this._link.send(message); // advisory, as progress
+  }
+
+  /**
+   * The agent's answers to `requests`, when this invocation carries them all; otherwise ask for them:
+   * this run of the handler ends (its signal aborts, the promise never settles) and the bridge
+   * invokes the tool again with the answers in `inputResponses` and `state` in `requestState`.
+   * @param {types.Call} call
+   * @param {Record<string, unknown>} responses
+   * @param {Record<string, {method: string, params?: Record<string, unknown>}>} requests
+   * @param {unknown} [state]
+   * @returns {Promise<Record<string, any>>}
+   */
+  _askAgent(call, responses, requests, state) {
+    const keys = Object.keys(requests);
+    if (keys.length && keys.every((key) => Object.hasOwn(responses, key))) {
+      return Promise.resolve(Object.fromEntries(keys.map((key) => [key, responses[key]])));
+    }
+    if (call.done) return Promise.reject(abortError("The call has ended."));
+    /** @type {Record<string, unknown>} */
+    const message = { type: "agui.tool.input_request", call_id: call.callId, requests };
+    if (state !== undefined) message.requestState = JSON.stringify(state);
+    call.done = true;
+    this._finish(call.callId);
+    if (!this._link.send(message)) this._outbox.set(call.callId, message);
+    this._sent.set(call.callId, message);
+    call.controller.abort(abortError("Waiting for the agent's input; the tool is invoked again with it."));
+    return new Promise(() => {});
   }
 
   /** @param {string} callId */

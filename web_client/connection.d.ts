@@ -68,6 +68,34 @@ export interface ToolCallContext {
    * (the call ended, or the page is reconnecting). Throws TypeError when `progress` is not a finite number.
    */
   progress(progress: number, total?: number | null, message?: string | null): boolean;
+  /**
+   * A log line about this call, sent to agents that asked for log messages at `level` or below
+   * (MCP `notifications/message`). Returns false when it could not be sent.
+   */
+  log(level: LogLevel, data: JSONValue, logger?: string): boolean;
+  /**
+   * Ask the agent's side for input (a user's answer, a sampled completion, the client's roots).
+   * Resolves with the answers by key when this invocation carries them all (`inputResponses`);
+   * otherwise this run of the handler ends — its `signal` aborts and the promise never settles —
+   * and the bridge invokes the tool again, with the same arguments, once the agent has answered;
+   * `state` comes back as `requestState`. Ask only for capabilities `clientCapabilities` declares:
+   * otherwise the call ends with an error for the agent.
+   */
+  askAgent(requests: Record<string, InputRequest>, state?: JSONValue): Promise<Record<string, any>>;
+  /** What the agent's MCP client declared it can do (`elicitation`, `sampling`, `roots`…). */
+  clientCapabilities: Record<string, unknown>;
+  /** The agent's answers to what an earlier run of this call asked, by key. */
+  inputResponses: Record<string, any>;
+  /** The `state` an earlier run of this call gave `askAgent`. */
+  requestState: JSONValue | undefined;
+}
+
+export type LogLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
+
+/** One input request, as MCP's server-to-client requests are written. */
+export interface InputRequest {
+  method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+  params?: Record<string, unknown>;
 }
 
 export type ToolHandler<P = Record<string, any>> = (params: P, context: ToolCallContext) => ToolResult | Promise<ToolResult>;
