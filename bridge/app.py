@@ -70,14 +70,16 @@ def _route_path(scope: Scope) -> str:
     return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
 
 
-def _redis_link(hub: Hub, settings: Settings) -> Any:
-    """Shared mode's link; the 'redis' extra is imported only then."""
+def _shared_mode(hub: Hub, settings: Settings) -> tuple[Any, Any]:
+    """Shared mode's link and task store; the 'redis' extra is imported only then."""
     try:
         from bridge.redis_link import RedisLink
+        from bridge.redis_tasks import RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
-        return RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix)
+        return (RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix),
+                RedisTasks(settings.redis_url, prefix=settings.redis_prefix))
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
 
@@ -99,12 +101,13 @@ class Bridge:
         self.settings = replace(settings or Settings(), **overrides)
         self.settings.check()
         self.hub = Hub(self.settings.hub_config())
-        self.mcp = McpRooms(self.hub, self.settings)
+        link, shared_tasks = _shared_mode(self.hub, self.settings) if self.settings.redis_url else (None, None)
+        self.mcp = McpRooms(self.hub, self.settings, shared_tasks)
         attempts = FailedAttempts()  # wrong page tokens, per client address
         self.pages = PageEndpoints(self.hub, self.settings, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
         self.metrics = BridgeMetrics(self.hub)
-        self.link = _redis_link(self.hub, self.settings) if self.settings.redis_url else None
+        self.link = link
         hosts = self.settings.trusted_host_names
         # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
         # sends its own Host header: refuse it, on every address, as the MCP endpoint does.

@@ -53,7 +53,7 @@ from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
 from bridge.mcp_input import (INPUT_ROUNDS_MAX, LogLevels, answers_in, ask_client, client_capabilities,
                               input_required, modern, send_log)
-from bridge.mcp_tasks import InputNeeded, PageTasks, missing_capability
+from bridge.mcp_tasks import InputNeeded, PageTasks, SharedTasks, missing_capability
 from bridge.tasks import TaskTable
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
@@ -108,7 +108,7 @@ class RoomServer:
                                                            default_audience="agui-mcp-bridge"))
         self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.log_levels.set_level)
         if tasks is not None:
-            for method in tasks.methods():
+            for method in tasks.methods_for(room.name):
                 self.server.add_request_handler(method.method, method.params_type, method.handler)
             self.server.extensions[tasks.identifier] = tasks.settings()
         self.unsubscribe = room.subscribe(self._room_changed)
@@ -204,7 +204,7 @@ class RoomServer:
         tool, arguments = route.tool, route.arguments
         asked = {"client_capabilities": client_capabilities(ctx), **answers_in(ctx)}
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support):
-            return await self.tasks.start(ctx, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
+            return await self.tasks.start(ctx, self.room.name, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
         for _ in range(INPUT_ROUNDS_MAX):
             outcome = await self._page_outcome(ctx, tool, arguments, asked)
             if outcome.kind == "input_unsupported":
@@ -335,13 +335,13 @@ class McpRooms:
     handshake-era client of a freed room is told its session is gone and starts a new one).
     """
 
-    def __init__(self, hub: Hub, settings: Settings) -> None:
+    def __init__(self, hub: Hub, settings: Settings, shared_tasks: SharedTasks | None = None) -> None:
         self.hub, self.settings = hub, settings
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
         # Tasks outlive their room's server (freed when idle) and their agent's request.
-        self.tasks = TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval)
-        self._task_calls: dict[str, asyncio.Task[None]] = {}
+        self.tasks = PageTasks(TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval),
+                               shared_tasks)
         self.request_state = RequestStateSecurity.ephemeral(ttl=settings.task_ttl)
         self._task_group: anyio.abc.TaskGroup | None = None
         # Where people open the demo page, as agents reach the bridge (its port, any mount prefix): from
@@ -382,7 +382,7 @@ class McpRooms:
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
                                              lambda: self._public_url or self.settings.public_url,
-                                             PageTasks(self.tasks, room, self._task_calls), self.request_state)
+                                             self.tasks, self.request_state)
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:
@@ -411,12 +411,17 @@ class McpRooms:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
             tg.start_soon(self._free_idle_rooms)
+            if self.tasks.shared is not None:
+                self.tasks.shared.listen(self.tasks.order)
+                if secret := await self.tasks.shared.shared_secret():  # else Redis is unreachable: our own key
+                    self.request_state = RequestStateSecurity(keys=[secret], ttl=self.settings.task_ttl)
             try:
                 yield
             finally:
                 self._task_group = None
-                for call in list(self._task_calls.values()):
-                    call.cancel()
+                self.tasks.stop()
+                if self.tasks.shared is not None:
+                    await self.tasks.shared.close()
                 tg.cancel_scope.cancel()
 
     async def _served_room(self, room: str) -> _ServedRoom:

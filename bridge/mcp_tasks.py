@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -76,20 +76,55 @@ def owner_of(ctx: ServerRequestContext) -> str:
     return hashlib.sha256(credential.encode()).hexdigest() if credential else ""
 
 
+class SharedTasks(Protocol):
+    """Tasks kept where every bridge process sharing rooms reads them (Redis): a task is saved at each
+    change; a cancel or answers for a task whose call runs in another process are sent there."""
+
+    async def save(self, task: Task) -> None: ...
+
+    async def load(self, task_id: str) -> Task | None: ...
+
+    async def send(self, task_id: str, order: dict[str, Any]) -> None: ...  # {"cancel": true} | {"answers": {...}}
+
+    async def shared_secret(self) -> str | None: ...  # seals input requests' state for every process
+
+    def listen(self, orders: Callable[[str, dict[str, Any]], Awaitable[None]]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 class PageTasks(Extension):
-    """Serves one room's tasks: decides which calls become tasks, runs them, answers tasks/*."""
+    """The bridge's tasks: decides which calls become tasks, runs them, answers tasks/* for each room."""
 
     identifier = TASKS
 
-    def __init__(self, table: TaskTable, room: str, running: dict[str, asyncio.Task[None]]) -> None:
-        self.table, self.room = table, room
-        self._running = running  # the page calls of tasks still working, bridge-wide, by task id
+    def __init__(self, table: TaskTable, shared: SharedTasks | None = None) -> None:
+        self.table, self.shared = table, shared
+        self._running: dict[str, asyncio.Task[None]] = {}  # the page calls of tasks still working, by task id
         self._answers: dict[str, tuple[dict[str, Any], asyncio.Event]] = {}  # for tasks waiting on input
 
-    def methods(self) -> list[MethodBinding]:
-        return [MethodBinding("tasks/get", _TaskParams, self._get),
-                MethodBinding("tasks/update", _UpdateParams, self._update),
-                MethodBinding("tasks/cancel", _TaskParams, self._cancel)]
+    def methods_for(self, room: str) -> list[MethodBinding]:
+        async def get(ctx: ServerRequestContext, params: _TaskParams) -> dict[str, Any]:
+            return (await self._task(ctx, params, room)).detailed()
+
+        async def update(ctx: ServerRequestContext, params: _UpdateParams) -> dict[str, Any]:
+            task = await self._task(ctx, params, room)
+            if not all(isinstance(response, dict) for response in params.inputResponses.values()):
+                raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
+            await self.order(task.task_id, {"answers": params.inputResponses})
+            return {}
+
+        async def cancel(ctx: ServerRequestContext, params: _TaskParams) -> dict[str, Any]:
+            task = await self._task(ctx, params, room)
+            await self.order(task.task_id, {"cancel": True})
+            return {}
+
+        return [MethodBinding("tasks/get", _TaskParams, get), MethodBinding("tasks/update", _UpdateParams, update),
+                MethodBinding("tasks/cancel", _TaskParams, cancel)]
+
+    def stop(self) -> None:
+        for runner in list(self._running.values()):
+            runner.cancel()
 
     # --- tools/call ------------------------------------------------------------------------
 
@@ -105,12 +140,14 @@ class PageTasks(Extension):
                                      "extension in the request's client capabilities.")
         return False
 
-    async def start(self, ctx: ServerRequestContext, tool: str, run: RunCall) -> dict[str, Any]:
-        """Creates the task, starts the call, and answers with the task (CreateTaskResult)."""
+    async def start(self, ctx: ServerRequestContext, room: str, tool: str, run: RunCall) -> dict[str, Any]:
+        """Creates the task, starts the call, and answers with the task (CreateTaskResult) once any
+        process would find it."""
         try:
-            task = self.table.create(owner=owner_of(ctx), room=self.room, tool=tool)
+            task = self.table.create(owner=owner_of(ctx), room=room, tool=tool)
         except TooManyTasks as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        await self._saved(task)
         runner = asyncio.get_running_loop().create_task(self._run(task, run), name=f"task {task.task_id}")
         self._running[task.task_id] = runner
         runner.add_done_callback(lambda _: self._running.pop(task.task_id, None))
@@ -134,6 +171,7 @@ class PageTasks(Extension):
             self.table.completed(task, result)
         finally:
             self._answers.pop(task.task_id, None)
+            await asyncio.shield(self._saved(task))
 
     async def _rounds(self, task: Task, run: RunCall) -> dict[str, Any]:
         answers: dict[str, Any] = {}
@@ -146,13 +184,18 @@ class PageTasks(Extension):
                 self._answers[task.task_id] = (given, answered)
                 if self.table.ask(task, needed.requests):
                     raise MCPError(types.INTERNAL_ERROR, "The page asked again under a key it used before.") from None
+                await self._saved(task)
                 await answered.wait()
                 answers = {"input_responses": given, "request_state": needed.page_state}
         raise MCPError(types.INTERNAL_ERROR, f"The page asked for input more than {INPUT_ROUNDS_MAX} times.")
 
+    async def _saved(self, task: Task) -> None:
+        if self.shared is not None:
+            await self.shared.save(task)
+
     # --- tasks/get, tasks/update, tasks/cancel -----------------------------------------------
 
-    def _task(self, ctx: ServerRequestContext, params: _TaskParams) -> Task:
+    async def _task(self, ctx: ServerRequestContext, params: _TaskParams, room: str) -> Task:
         if not declares(ctx.params, TASKS, extension=True):
             raise missing_capability({"extensions": {TASKS: {}}},
                                      f"{ctx.method} needs the io.modelcontextprotocol/tasks extension declared "
@@ -160,37 +203,34 @@ class PageTasks(Extension):
         named = ctx.request.headers.get("mcp-name") if ctx.request is not None else None
         if ctx.request is not None and named != params.taskId:
             raise MCPError(HEADER_MISMATCH, "The Mcp-Name header must equal params.taskId.")
-        task = self.table.get(params.taskId, owner=owner_of(ctx), room=self.room)
+        task = self.table.get(params.taskId, owner=owner_of(ctx), room=room)
+        if task is None and self.shared is not None:  # made by another process
+            task = self.table.readable(await self.shared.load(params.taskId), owner=owner_of(ctx), room=room)
         if task is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown task {params.taskId!r} (never created, or expired).")
         return task
 
-    async def _get(self, ctx: ServerRequestContext, params: _TaskParams) -> dict[str, Any]:
-        return self._task(ctx, params).detailed()
-
-    async def _update(self, ctx: ServerRequestContext, params: _UpdateParams) -> dict[str, Any]:
-        task = self._task(ctx, params)
-        self.answer(task, params.inputResponses)
-        return {}
-
-    async def _cancel(self, ctx: ServerRequestContext, params: _TaskParams) -> dict[str, Any]:
-        task = self._task(ctx, params)
-        runner = self._running.get(task.task_id)
-        if runner is not None:
+    async def order(self, task_id: str, order: dict[str, Any]) -> None:
+        """A cancel or answers for a task: carried out where its call runs, here or (shared mode) elsewhere.
+        A task that ended takes neither."""
+        runner = self._running.get(task_id)
+        if runner is None:
+            if self.table.known(task_id) is None and self.shared is not None:
+                await self.shared.send(task_id, order)
+        elif order.get("cancel"):
             runner.cancel()  # the page call's cancel tells the page (agui.tool.cancel): its dialog closes
-        else:
-            self.table.cancelled(task, "Cancelled by the agent.")
-        return {}
+        elif isinstance(order.get("answers"), dict):
+            self._answer(task_id, order["answers"])
+            if (task := self.table.known(task_id)) is not None:
+                await self._saved(task)
 
-    def answer(self, task: Task, responses: dict[str, Any]) -> None:
+    def _answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """Answers to the task's outstanding input requests; others are ignored. Once all are in, the
         page is called again with them."""
-        if not all(isinstance(response, dict) for response in responses.values()):
-            raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
-        waiting = self._answers.get(task.task_id)
-        taken = self.table.answered(task, list(responses))
-        if waiting is None:
+        task, waiting = self.table.known(task_id), self._answers.get(task_id)
+        if task is None or waiting is None:
             return
+        taken = self.table.answered(task, list(responses))
         given, answered = waiting
         given.update({key: responses[key] for key in taken})
         if task.status == "working":

@@ -37,6 +37,16 @@ class Task:
     input_requests: dict[str, Any] = field(default_factory=dict)  # outstanding, by key
     asked: set[str] = field(default_factory=set)  # every key ever asked: a key is never reused
 
+    def record(self) -> dict[str, Any]:
+        """The task as another bridge process reads it back (`from_record`)."""
+        record = {name: getattr(self, name) for name in self.__slots__}
+        record["asked"] = sorted(self.asked)
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Task:
+        return cls(**{**record, "asked": set(record.get("asked", ()))})
+
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
@@ -88,12 +98,20 @@ class TaskTable:
         return task
 
     def get(self, task_id: str, *, owner: str, room: str) -> Task | None:
-        """The task, if it exists, has not expired, and is this owner's in this room."""
+        """The task, if it exists here, has not expired, and is this owner's in this room."""
         self._forget_expired()
-        task = self._tasks.get(task_id)
-        if task is None or task.room != room or not secrets.compare_digest(task.owner, owner):
+        return self.readable(self._tasks.get(task_id), owner=owner, room=room)
+
+    def readable(self, task: Task | None, *, owner: str, room: str) -> Task | None:
+        """`task` (made here or read from another process), if it has not expired and is this owner's in this room."""
+        if task is None or task.expires_at() <= self._clock() or task.room != room:
             return None
-        return task
+        return task if secrets.compare_digest(task.owner, owner) else None
+
+    def known(self, task_id: str) -> Task | None:
+        """A task made here, whoever owns it."""
+        self._forget_expired()
+        return self._tasks.get(task_id)
 
     def completed(self, task: Task, result: dict[str, Any]) -> None:
         self._end(task, "completed", result=result)

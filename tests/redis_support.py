@@ -9,7 +9,10 @@ import sys
 import time
 
 import httpx
+import pytest
 import redis
+
+from support import free_port
 
 
 def start_redis(port: int) -> subprocess.Popen:
@@ -49,3 +52,19 @@ async def wait_for_port(port: int) -> None:
             except httpx.HTTPError:
                 await asyncio.sleep(0.05)
     raise AssertionError(f"no bridge came up on port {port}")
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    """A redis-server of the test module's own, on a free port."""
+    port = free_port()
+    server = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop(server)
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The module's redis-server, emptied for each test."""
+    redis.Redis.from_url(redis_server).flushall()
+    return redis_server

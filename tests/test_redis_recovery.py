@@ -15,26 +15,13 @@ import pytest
 import redis
 from mcp import Client
 
-from redis_support import start_bridge_process, start_redis, stop, wait_for_port
+from redis_support import redis_server, redis_url, start_bridge_process, start_redis, stop, wait_for_port
 from support import Page, eventually, free_port, open_page, running_bridge, tool
 
 HEARTBEAT = 0.2
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 AGENT_GONE = {"type": "agui.tool.cancel", "reason": "the agent's bridge process stopped"}
 
-
-@pytest.fixture(scope="module")
-def redis_server():
-    port = free_port()
-    server = start_redis(port)
-    yield f"redis://127.0.0.1:{port}/0"
-    stop(server)
-
-
-@pytest.fixture
-def redis_url(redis_server):
-    redis.Redis.from_url(redis_server).flushall()
-    return redis_server
 
 
 @asynccontextmanager

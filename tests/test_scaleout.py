@@ -22,26 +22,12 @@ import redis
 import websockets
 from mcp import Client
 
-from redis_support import start_redis, wait_for_port
+from redis_support import redis_server, redis_url, start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 ERAS = ["legacy", "2026-07-28"]
 
-
-@pytest.fixture(scope="module")
-def redis_server():
-    port = free_port()
-    server = start_redis(port)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(5)
-
-
-@pytest.fixture
-def redis_url(redis_server):
-    redis.Redis.from_url(redis_server).flushall()
-    return redis_server
 
 
 @asynccontextmanager

@@ -13,6 +13,7 @@ from mcp import Client
 
 from bridge.tasks import TaskTable, TooManyTasks
 from modern_agent import TASKS, Agent
+from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import eventually, page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
@@ -186,3 +187,33 @@ async def test_a_page_that_does_not_answer_fails_the_task_and_the_ttl_forgets_it
         assert failed["error"]["code"] == -32603 and "did not answer" in failed["error"]["message"]
         await asyncio.sleep(2.0)
         assert (await agent.task("tasks/get", created["taskId"]))["error"]["code"] == -32602
+
+
+async def test_tasks_are_read_updated_and_cancelled_from_any_process_sharing_redis(redis_url):
+    ask = {"ok": {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?",
+                                                           "requestedSchema": {"type": "object", "properties": {}}}}}
+    async with running_bridge(redis_url=redis_url, redis_heartbeat=0.2) as a, \
+            running_bridge(redis_url=redis_url, redis_heartbeat=0.2) as b, page(a, APPROVE) as p, \
+            httpx.AsyncClient(timeout=10) as http:
+        await eventually(lambda: b.hub.room("default").get("approve_payment"))
+        on_a = Agent(a.mcp_url(), http, capabilities={"elicitation": {}})
+        on_b = Agent(b.mcp_url(), http, capabilities={"elicitation": {}})
+        created = (await on_b.call("approve_payment", {"amount": 3}))["result"]  # its call runs on b
+        invoke = await p.event()
+        assert (await on_a.task("tasks/get", created["taskId"]))["result"]["status"] == "working"
+        await p.send({"type": "agui.tool.input_request", "call_id": invoke["call_id"], "requests": ask})
+        asked = await eventually_status(on_a, created["taskId"], "input_required")
+        assert asked["inputRequests"] == ask
+        await on_a.task("tasks/update", created["taskId"], inputResponses={"ok": {"action": "accept", "content": {}}})
+        again = await p.event()  # b called the page again with what a was told
+        assert again["input_responses"] == {"ok": {"action": "accept", "content": {}}}
+        await p.answer(again["call_id"], "paid")
+        done = await eventually_status(on_a, created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "paid"
+
+        second = (await on_b.call("approve_payment", {"amount": 4}))["result"]
+        invoke = await p.event()
+        await on_a.task("tasks/cancel", second["taskId"])
+        cancel = await p.event()
+        assert cancel["type"] == "agui.tool.cancel" and cancel["call_id"] == invoke["call_id"]
+        await eventually_status(on_a, second["taskId"], "cancelled")
