@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import websockets
-from browser_support import mcp_client, open_page, static_server, text_of, wait_for_tools
+from browser_support import mcp_client, open_page, serve_html, static_server, text_of, wait_for_tools
 from support import free_port, running_bridge
 
 READY = "document.body.dataset.ready"  # set once the page has connected, or failed to
@@ -203,3 +203,50 @@ async def test_the_dashboard_takes_the_agent_token_from_the_fragment(browser):
         async with open_page(browser, f"{bridge.url}/dashboard", ready=None) as dashboard:
             await dashboard.wait_for_function("document.getElementById('status').dataset.state === 'closed'")
             assert "agent token" in await dashboard.text_content("#status")
+
+
+# A page whose tool asks the agent's side for the user's name (ctx.askAgent) and logs (ctx.log).
+ASKING_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Asking page</title></head><body>
+<script type="module">
+import {{ connect }} from "{bridge}/client/agui-bridge.js";
+const bridge = await connect({{ url: "{bridge}" }});
+window.runs = [];
+await bridge.registerTool({{ name: "greet_user", description: "Greet the user by name." }}, async (params, ctx) => {{
+  window.runs.push({{ state: ctx.requestState ?? null, capabilities: Object.keys(ctx.clientCapabilities) }});
+  ctx.log("info", "asking for a name", "greeter");
+  const {{ name }} = await ctx.askAgent({{ name: {{ method: "elicitation/create", params: {{
+    mode: "form", message: "Your name?",
+    requestedSchema: {{ type: "object", properties: {{ name: {{ type: "string" }} }}, required: ["name"] }} }} }} }},
+    {{ step: 2 }});
+  ctx.log("debug", "not asked for");
+  return `Hello, ${{name.content.name}}!`;
+}});
+document.body.dataset.ready = "true";
+</script></body></html>"""
+
+
+async def test_a_tool_asks_the_agents_user_for_input_and_logs_through_the_browser_client(browser):
+    import mcp_types as types
+    from mcp import Client
+
+    logged: list[tuple[str, object]] = []
+
+    async def elicit(context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append((params.level, params.data))
+
+    async with running_bridge() as bridge:
+        with serve_html(ASKING_PAGE.format(bridge=bridge.url.rstrip("/"))) as url:
+            async with open_page(browser, url, ready=READY) as page, \
+                    Client(bridge.mcp_url(), mode="legacy", elicitation_callback=elicit,
+                           logging_callback=on_log) as client:
+                await wait_for_tools(client, "greet_user")
+                await client.set_logging_level("info")
+                result = await client.call_tool("greet_user", {})
+                assert text_of(result) == "Hello, Ada!"
+                runs = await page.evaluate("window.runs")
+                assert runs == [{"state": None, "capabilities": ["elicitation"]},
+                                {"state": {"step": 2}, "capabilities": ["elicitation"]}]
+                assert logged == [("info", "asking for a name"), ("info", "asking for a name")]
