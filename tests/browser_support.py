@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -66,6 +67,7 @@ class BrowserPage:
         self.context, self.page = context, page
         self.console: list[str] = []
         self.sockets: list[str] = []  # the WebSockets it opened (connection attempts)
+        self.relayed: list[RelayedSocket] = []  # its WebSockets to the bridge, newest last
         page.on("websocket", lambda ws: self.sockets.append(ws.url))
         page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
@@ -74,11 +76,32 @@ class BrowserPage:
         return getattr(self.page, name)
 
 
+class RelayedSocket:
+    """A page's WebSocket to the bridge, passed through the test (Playwright's WebSocket route) so the
+    test can drop it or speak on it as the network would, without reaching into the client."""
+
+    def __init__(self, route) -> None:
+        self.route = route
+        self.to_bridge = route.connect_to_server()  # messages each way pass as they are
+
+    async def drop(self, code: int = 4999, reason: str = "test drop") -> None:
+        """Close the page's side as a lost connection would (the bridge's side closes too)."""
+        await self.route.close(code=code, reason=reason)
+
+    def send_to_bridge(self, message: dict) -> None:
+        self.to_bridge.send(json.dumps(message))
+
+
 @asynccontextmanager
-async def open_page(browser, url: str, *, ready: str | None = "document.body.dataset.ready === 'true'"):
+async def open_page(browser, url: str, *, ready: str | None = "document.body.dataset.ready === 'true'",
+                    relay: bool = False):
+    """A page in its own browser context; with `relay`, its WebSockets to a bridge pass through the test
+    (`page.relayed`; a relayed socket's closing handshake is the relay's, not the page's)."""
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     page = BrowserPage(context, await context.new_page())
     page.set_default_timeout(TIMEOUT * 1000)
+    if relay:
+        await page.route_web_socket("**/agui/ws", lambda route: page.relayed.append(RelayedSocket(route)))
     try:
         await page.goto(url)
         if ready:

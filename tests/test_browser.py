@@ -236,7 +236,7 @@ async def test_reloaded_page_runs_waiting_calls_once_it_registers_their_tools(br
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         assert await page.evaluate("bridge.sessionId") == session_id
         # The invocations arrive before the reloaded page has registered any tool: they are held.
-        await page.wait_for_function("bridge._parked.size === 2")
+        await page.wait_for_function("bridge.heldCalls.length === 2")
         await page.evaluate("""() => bridge.registerTool({name: "kept_tool"},
             (params) => ({answeredBy: "the reloaded page", params}))""")
         result = await asyncio.wait_for(kept, 10)
@@ -354,7 +354,7 @@ async def test_handler_errors_become_is_error(browser, bridge):
 
 
 async def test_bridge_errors_surface_as_events(browser, bridge):
-    async with bare_page(bridge, "Bad input") as url, open_page(browser, url) as page, \
+    async with bare_page(bridge, "Bad input") as url, open_page(browser, url, relay=True) as page, \
             mcp_client(bridge) as client:
         outcome = await page.evaluate("""async () => {
             const bad = bridge.registerTool({name: "bad_schema", inputSchema: {type: "array"}}, () => 1);
@@ -378,7 +378,7 @@ async def test_bridge_errors_surface_as_events(browser, bridge):
         window_errors = await page.evaluate("window.errors.map(e => e.code)")
         assert window_errors == ["invalid_tool", "invalid_tool"]
         # An answer the bridge refuses (unknown call) is an `error` event too.
-        await page.evaluate("""() => bridge._send({type: "agui.tool.return", call_id: "c_nope", result: 1})""")
+        page.relayed[-1].send_to_bridge({"type": "agui.tool.return", "call_id": "c_nope", "result": 1})
         await page.wait_for_function("window.errors.some(e => e.code === 'unknown_call' && e.call_id === 'c_nope')")
 
 
@@ -588,7 +588,7 @@ async def test_client_reconnects_after_the_bridge_restarts(browser):
 
 
 async def test_resumes_its_session_after_a_dropped_socket(browser, bridge):
-    async with bare_page(bridge, "Resume") as url, open_page(browser, url) as page, \
+    async with bare_page(bridge, "Resume") as url, open_page(browser, url, relay=True) as page, \
             mcp_client(bridge) as client:
         await page.evaluate("""() => bridge.registerTool({name: "slow_echo", description: "Echo after a while"},
             async (params, {signal}) => { await new Promise(r => setTimeout(r, 600)); return params; })""")
@@ -598,7 +598,7 @@ async def test_resumes_its_session_after_a_dropped_socket(browser, bridge):
         await eventually(lambda: len(bridge.hub.calls) == 1)
         # Drop the page's WebSocket (not a deliberate close): the page answers while away, resumes
         # within the grace period and delivers the held answer.
-        await page.evaluate("() => bridge._ws.close(4999, 'test drop')")
+        await page.relayed[-1].drop()
         result = await asyncio.wait_for(call, 10)
         assert result.structured_content == {"x": 1}
         await page.wait_for_function("bridge.state === 'open'")

@@ -175,12 +175,12 @@ async def test_a_reconnecting_page_slowed_down_by_others_guesses_comes_back(brow
     # Its token was taken before: wrong guesses from the same address only delay its return.
     async with running_bridge(token=TOKEN, page_grace=30) as bridge, mcp_client(bridge) as client:
         with served("token.html", TOKEN_PAGE.format(bridge=bridge.url)) as url:
-            async with open_page(browser, f"{url}?token={TOKEN}", ready=READY) as page:
+            async with open_page(browser, f"{url}?token={TOKEN}", ready=READY, relay=True) as page:
                 await page.evaluate("bridge.registerTool({name: 'still_here'}, () => 'here')")
                 await wait_for_tools(client, "still_here")
                 session_id = await page.evaluate("bridge.sessionId")
                 await wrong_guesses(bridge, 10)
-                await page.evaluate("() => bridge._ws.close(4999, 'test drop')")
+                await page.relayed[-1].drop()
                 await page.wait_for_function("window.errors.some(e => e.code === 'too_many_attempts')")
                 await page.wait_for_function("bridge.state === 'open'")
                 assert await page.evaluate("bridge.sessionId") == session_id

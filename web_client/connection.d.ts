@@ -212,6 +212,11 @@ export declare class AguiBridge extends EventTarget {
   readonly connected: boolean;
   readonly tools: RegisteredTool[];
   readonly activeCalls: ActiveCall[];
+  /**
+   * Calls the bridge sent for tools this page has not registered (yet): a reloaded page's calls wait
+   * here until it registers their tools again (`reregisterTimeout`). `startedAt` is NaN: they have not started.
+   */
+  readonly heldCalls: ActiveCall[];
 
   /**
    * Connect; resolves once welcomed with the event stream open, however long the bridge takes to be

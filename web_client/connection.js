@@ -157,13 +157,13 @@ export class AguiBridge extends EventTarget {
     this._registrations = new Registrations({
       ready: () => this._transport.ready,
       nextId: () => this._transport.nextId(),
-      send: (message) => this._send(message),
+      send: (message) => this._transport.send(message),
       added: (name) => this._reregistered(name),
     });
     this._calls = new Calls({
       handler: (tool) => this._registrations.get(tool)?.handler,
       holding: () => this._reregisterTimer !== undefined,
-      send: (message) => this._send(message),
+      send: (message) => this._transport.send(message),
       emit: (type, detail) => this._emit(type, detail),
     });
 
@@ -219,6 +219,11 @@ export class AguiBridge extends EventTarget {
     return this._calls.active;
   }
 
+  get heldCalls() {
+    return [...this._calls.parked.values()].map((m) => ({ callId: String(m.call_id), tool: String(m.tool),
+      params: /** @type {Record<string, unknown>} */ (m.params ?? {}), startedAt: NaN }));
+  }
+
   /**
    * @param {types.ToolDefinition} definition
    * @param {types.ToolHandler<any>} handler
@@ -239,16 +244,7 @@ export class AguiBridge extends EventTarget {
     this._transport.close(CLOSE_NORMAL, "disconnect()");
   }
 
-  // --- internals the browser tests (and a developer in the console) reach for -----------------
-
-  /** @param {Record<string, unknown>} message */
-  _send(message) {
-    return this._transport.send(message);
-  }
-
-  get _ws() {
-    return this._transport.ws;
-  }
+  // --- internals a browser test (and a developer in the console) reaches for: the event stream ----
 
   get _es() {
     return this._transport.events;
@@ -264,10 +260,6 @@ export class AguiBridge extends EventTarget {
 
   _openEvents() {
     return this._transport.openEvents();
-  }
-
-  get _parked() {
-    return this._calls.parked;
   }
 
   // --- what the transport tells -------------------------------------------------------------
