@@ -45,9 +45,9 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
-from bridge.access import missing_agent_token
+from bridge.access import missing_agent_token, room_name_problem
 from bridge.calls import MonotonicProgress, Outcome
-from bridge.catalog import ROOM_NAME, Listing, Room, Tool
+from bridge.catalog import Listing, Room, Tool
 from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
@@ -203,7 +203,8 @@ class RoomServer:
             return self._result(route)
         tool, arguments = route.tool, route.arguments
         asked = {"client_capabilities": client_capabilities(ctx), **answers_in(ctx)}
-        if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support):
+        asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
+        if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
             return await self.tasks.start(ctx, self.room.name, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
         for _ in range(INPUT_ROUNDS_MAX):
             outcome = await self._page_outcome(ctx, tool, arguments, asked)
@@ -487,8 +488,8 @@ class McpRooms:
                 self._free(room)
 
     def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
-        if not ROOM_NAME.fullmatch(room):
-            return PlainTextResponse("A room name is 1 to 64 letters, digits, '_' or '-'.", 404)
+        if (problem := room_name_problem(room)) is not None:
+            return PlainTextResponse(problem, 404)
         return missing_agent_token(scope, self.settings.agent_token)
 
 

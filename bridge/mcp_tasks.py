@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -35,7 +35,7 @@ MISSING_CAPABILITY = -32021
 HEADER_MISMATCH = -32020
 
 # One round of the page call, given the agent's answers so far: a CallToolResult (wire JSON), or InputNeeded.
-RunCall = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+RunCall = Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
 
 
 class InputNeeded(Exception):
@@ -128,12 +128,13 @@ class PageTasks(Extension):
 
     # --- tools/call ------------------------------------------------------------------------
 
-    def wants_task(self, ctx: ServerRequestContext, task_support: str) -> bool:
-        """Whether this call becomes a task; -32021 for a tool that needs one from an agent that cannot."""
+    def wants_task(self, ctx: ServerRequestContext, task_support: str, *, asks_first: bool = False) -> bool:
+        """Whether this call becomes a task; -32021 for a tool that needs one from an agent that cannot.
+        `asks_first`: the page asks for input before its call is a task (the first round is synchronous)."""
         if task_support == "forbidden":
             return False
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declares(ctx.params, TASKS, extension=True):
-            return True
+            return not asks_first
         if task_support == "required":
             raise missing_capability({"extensions": {TASKS: {}}},
                                      "This tool runs only as a task: declare the io.modelcontextprotocol/tasks "

@@ -78,6 +78,9 @@ class ToolDefinition(_Message):
     title: str | None = None
     annotations: ToolAnnotations | None = None
     execution: ToolExecution | None = None
+    # A task-capable tool whose page asks for input first: that first round is answered synchronously
+    # (MCP's input_required), and the call becomes a task when the agent calls again with the answers.
+    inputBeforeTask: StrictBool = False
     # Listed even when the room is in search mode (counted against the inline limits first).
     pinned: StrictBool = False
     # Argument objects showing how to call the tool; each must match inputSchema (checked at registration).

@@ -173,3 +173,27 @@ async def test_a_malformed_log_or_input_request_is_refused_and_the_call_goes_on(
         assert (await p.reply())["code"] == "unknown_call"
         await p.answer(invoke["call_id"], "still fine")
         assert (await call)["result"]["content"][0]["text"] == "still fine"
+
+
+async def test_a_tool_that_asks_before_its_task_asks_synchronously_then_becomes_a_task():
+    first_ask = tool("sign_up", "Ask the user's name, then sign them up.", execution={"taskSupport": "required"},
+                     inputBeforeTask=True)
+    async with running_bridge() as b, page(b, first_ask) as p, httpx.AsyncClient(timeout=10) as http:
+        agent = Agent(b.mcp_url(), http, capabilities=ELICITING)
+        first = asyncio.create_task(agent.call("sign_up", {}))
+        await ask(p, await p.event())
+        asked = (await first)["result"]
+        assert asked["resultType"] == "input_required" and "taskId" not in asked
+        answers = {"name": {"action": "accept", "content": {"name": "Alice"}}}
+        created = (await agent.call("sign_up", {}, params={"inputResponses": answers,
+                                                           "requestState": asked["requestState"]}))["result"]
+        assert created["resultType"] == "task" and "requestState" not in created
+        again = await p.event()
+        assert again["input_responses"] == answers
+        await p.answer(again["call_id"], "Signed up Alice")
+        for _ in range(100):
+            shown = (await agent.task("tasks/get", created["taskId"]))["result"]
+            if shown["status"] == "completed":
+                break
+            await asyncio.sleep(0.05)
+        assert shown["result"]["content"][0]["text"] == "Signed up Alice"

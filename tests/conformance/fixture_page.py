@@ -109,7 +109,8 @@ TOOLS = [
     _tool("confirm_delete", "Asks to confirm deleting a file, then deletes it",
           _object({"filename": {"type": "string"}}, ["filename"]), execution=OPTIONAL_TASK),
     _tool("multi_input", "Asks two questions at once, then answers", execution=OPTIONAL_TASK),
-    _tool("test_tool_with_task", "Asks a name, then completes as a task", execution=REQUIRED_TASK),
+    _tool("test_tool_with_task", "Asks a name, then completes as a task", execution=REQUIRED_TASK,
+          inputBeforeTask=True),
 ]
 
 
