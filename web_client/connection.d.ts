@@ -34,6 +34,13 @@ export interface ToolDefinition {
   pinned?: boolean;
   /** Up to 5 argument objects showing how to call the tool; each must match `inputSchema`. */
   inputExamples?: Array<Record<string, JSONValue>>;
+  /**
+   * Whether an agent may run a call as an MCP task that outlives its request (a dialog a person
+   * may leave open for minutes): "optional" or "required". Default "forbidden".
+   */
+  execution?: { taskSupport?: "forbidden" | "optional" | "required" };
+  /** A task-capable tool that asks the agent for input first (`ctx.askAgent`): the call becomes a task once answered. */
+  inputBeforeTask?: boolean;
 }
 
 /** An MCP CallToolResult a handler may return as is (anything with a `content` array). */
