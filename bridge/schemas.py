@@ -25,7 +25,7 @@ import re2
 from referencing.exceptions import Unresolvable
 
 from bridge import validation
-from bridge.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge_error
+from bridge.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
 
 __all__ = ["VALIDATION_STEPS", "SchemaCheck", "SchemaLimits", "Validator", "errors", "nesting", "quick_check",
            "schema_problem"]
@@ -346,6 +346,7 @@ def nesting(value: Any) -> int:
             children = item
         else:
             continue
+        charge(1 + len(children))  # steps of work, as in validation: they count towards checkpoints
         deepest = max(deepest, depth)
         stack.extend((child, depth + 1) for child in children)
     return deepest
@@ -361,6 +362,8 @@ def _subschemas(schema: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     stack: list[tuple[str, Any]] = [("", schema)]
     while stack:
         where, node = stack.pop()
+        if isinstance(node, (dict, list)):
+            charge(1 + len(node))
         if isinstance(node, dict):
             yield where, node
             stack.extend((f"{where}/{_escaped(key)}", value) for key, value in node.items()
@@ -411,6 +414,7 @@ def unfolded_size(schema: Any, cap: int) -> int:
 
 def _unfolding(node: Any, root: Any) -> Iterator[Any]:
     """The children of `node` in the unfolded schema: its subschemas, and what its `$ref` names."""
+    charge(1 + len(node))
     if isinstance(node, list):
         yield from (item for item in node if isinstance(item, (dict, list)))
         return

@@ -11,7 +11,9 @@ could make it run long:
 - every subschema applied, item or key visited, RE2 search and error written is counted
   against the work budget of the validation running in this thread; once it is spent the
   validation stops with `OverBudget`. A budget bounds the time and the memory one validation
-  may take, whatever the schema and the value.
+  may take, whatever the schema and the value;
+- every `CHECKPOINT_STEPS` steps done in a thread, in budgets or not, the thread's checkpoint
+  (see `checkpoints`) is called: a thread checking for others can pause there mid-validation.
 
 Nothing here knows where schemas or values come from.
 """
@@ -52,8 +54,30 @@ class OverBudget(Exception):
     """The work budget of the validation running in this thread is spent."""
 
 
+# Steps between two calls of a thread's checkpoint: well under a millisecond of work.
+CHECKPOINT_STEPS = 2_000
+_UNBOUNDED = 1 << 62
+
+
 class _Meter(threading.local):
-    left = 1 << 62  # no budget outside `Budget`
+    """One thread's count of steps. Only `left` changes on every charge: the steps until the
+    next stop, which is either a checkpoint or the end of the budget, whichever comes first."""
+
+    left = CHECKPOINT_STEPS
+    refilled = CHECKPOINT_STEPS  # what `left` was set to at the last stop
+    budget = _UNBOUNDED  # of the budget in force, what was left at the last stop
+    unchecked = 0  # steps since the last checkpoint, up to the last stop
+    checkpoint: Callable[[], None] | None = None
+
+    def settle(self) -> None:
+        """Take the steps spent since the last stop out of the budget and the checkpoint's count."""
+        spent = self.refilled - self.left
+        self.budget -= spent
+        self.unchecked += spent
+        self.refilled = self.left = 0
+
+    def refill(self) -> None:
+        self.refilled = self.left = min(self.budget, max(CHECKPOINT_STEPS - self.unchecked, 0))
 
 
 _meter = _Meter()
@@ -63,7 +87,35 @@ def charge(steps: int) -> None:
     meter = _meter
     meter.left -= steps
     if meter.left < 0:
+        _stop(meter)
+
+
+def _stop(meter: _Meter) -> None:
+    """`left` ran out: the budget is spent (`OverBudget`), or it is time for a checkpoint."""
+    meter.settle()
+    if meter.budget < 0:
         raise OverBudget
+    if meter.unchecked >= CHECKPOINT_STEPS:
+        meter.unchecked = 0
+        if meter.checkpoint is not None:
+            meter.checkpoint()
+    meter.refill()
+
+
+class checkpoints:
+    """`with checkpoints(pause):` the validations inside, in this thread, call `pause()` every
+    `CHECKPOINT_STEPS` steps, where it may block (the thread is paused mid-validation, holding
+    no lock) or raise (which ends the validation as any error would)."""
+
+    def __init__(self, pause: Callable[[], None]) -> None:
+        self.pause = pause
+
+    def __enter__(self) -> None:
+        self._saved = _meter.checkpoint
+        _meter.checkpoint = self.pause
+
+    def __exit__(self, *exc_info: object) -> None:
+        _meter.checkpoint = self._saved
 
 
 def charge_error(error: ValidationError) -> None:
@@ -76,7 +128,8 @@ def _applying(schema: Any) -> int:
 
 class Budget:
     """`with Budget(steps):` the validations inside may do `steps` steps of work in all; past
-    that `charge` raises `OverBudget`. `spent` says how much they did."""
+    that `charge` raises `OverBudget`. `spent` says how much they did. A budget inside another
+    stands for itself: what it spends is not taken from the outer one."""
 
     __slots__ = ("steps", "spent", "_saved")
 
@@ -85,13 +138,19 @@ class Budget:
         self.spent = 0
 
     def __enter__(self) -> Budget:
-        self._saved = _meter.left
-        _meter.left = self.steps
+        meter = _meter
+        meter.settle()
+        self._saved = meter.budget
+        meter.budget = self.steps
+        meter.refill()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.spent = self.steps - _meter.left  # past `steps` by the charge that spent it
-        _meter.left = self._saved
+        meter = _meter
+        meter.settle()
+        self.spent = self.steps - meter.budget  # past `steps` by the charge that spent it
+        meter.budget = self._saved
+        meter.refill()
 
 
 # --- values as JSON Schema compares them --------------------------------------------------
@@ -155,10 +214,12 @@ class Enum(list[Any]):
 
 def prepared(schema: Any) -> Any:
     """A copy of `schema` to validate with: each `enum` list becomes an `Enum`."""
+    if isinstance(schema, (dict, list)):
+        charge(1 + len(schema))
     if isinstance(schema, dict):
         copy = {key: prepared(value) for key, value in schema.items()}
         if isinstance(copy.get("enum"), list):
-            with Budget(1 << 62):  # bounded by the schema's size, checked before
+            with Budget(_UNBOUNDED):  # bounded by the schema's size, checked before
                 copy["enum"] = Enum(copy["enum"])
         return copy
     if isinstance(schema, list):
@@ -487,7 +548,7 @@ def _descend(self: Any, instance: Any, schema: Any, path: Any = None, schema_pat
     meter = _meter  # charge(_applying(schema)), inline: this runs for every subschema applied
     meter.left -= DESCEND_STEPS + KEYWORD_STEPS * len(schema) if type(schema) is dict else DESCEND_STEPS
     if meter.left < 0:
-        raise OverBudget
+        _stop(meter)
     if resolver is None and type(schema) is dict and "$id" not in schema:
         # What jsonschema's `in_subresource` answers for a subschema without $id, without building
         # a resource to ask it (a good part of what applying a subschema costs).
