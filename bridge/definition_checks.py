@@ -1,12 +1,20 @@
 """Where the tool definitions pages register are checked: off the event loop, fairly.
 
-Checking a definition costs microseconds to ~0.2 s (a schema of the largest size allowed
-against the JSON Schema meta-schema; each input example within the work budget). The checks
-run in one thread of their own, never in the loop's default executor, so pages registering
-at once cannot fill the pool other work needs, and at most one checking thread competes with
-the loop for the interpreter. A registration takes turns of about `TURN_SECONDS`; the next
-turn goes to the registration that has used the least time so far, so a page registering a
-few tools waits for at most one turn of another's, however many pages register heavy ones.
+Checking a definition costs microseconds to over a second on a busy machine (a schema of the
+largest size allowed against the JSON Schema meta-schema, the empty object against it, each
+input example within the work budget). The checks run in checking threads of their own, never
+in the loop's default executor, so pages registering at once cannot fill the pool other work
+needs; and only the registration holding the turn runs, so at most one checking thread
+competes with the loop for the interpreter.
+
+A registration takes turns of about `TURN_SECONDS`; the next turn goes to the waiting
+registration that has used the least time so far. A turn ends between two definitions, or in
+the middle of one: the validator calls a checkpoint every few thousand steps of work
+(`bridge.validation.checkpoints`), where the thread parks, the definition half checked, until
+its registration's next turn, while another thread takes the turn. So a page registering a
+small definition waits for one turn of another's, whatever the other registers. A thread stays
+with its registration only while a definition is paused mid-check; at most `MOST_THREADS` are
+held at once on a loop, so the memory held by paused checks is bounded.
 """
 
 from __future__ import annotations
@@ -14,32 +22,88 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import queue
+import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
+
+from bridge import validation
 
 Checked = TypeVar("Checked")
 
 TURN_SECONDS = 0.005
-_executor: ThreadPoolExecutor | None = None
+MOST_THREADS = 8  # held at once on one loop: the running one, the others each hold a paused definition
+IDLE_THREADS = 2  # kept for the next registrations; more are stopped once idle
+PARKED_POLL_SECONDS = 1.0  # how often a parked thread checks that its loop still runs
+
+
+class _Dropped(BaseException):
+    """The registration is cancelled (its page went away): the definition being checked is
+    dropped where it stands. A BaseException, so that no check mistakes it for a bad schema."""
+
+
+class _Thread:
+    """A checking thread: runs the turns it is sent, one after the other."""
+
+    def __init__(self) -> None:
+        self.orders: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="definition-checks", daemon=True).start()
+
+    def _serve(self) -> None:
+        while (order := self.orders.get()) is not None:
+            order()
+
+
+class _Threads:
+    """Checking threads not held by any registration (shared by every loop)."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Thread] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> _Thread:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Thread()
+
+    def put(self, thread: _Thread) -> None:
+        with self._lock:
+            if len(self._idle) < IDLE_THREADS:
+                self._idle.append(thread)
+                return
+        thread.orders.put(None)
+
+
+_threads = _Threads()
 
 
 class Turns:
-    """Who checks next on one event loop: the waiting registration that has used the least."""
+    """Who checks next on one event loop: the waiting registration that has used the least and
+    can run (one with a definition paused holds its thread; any other needs one of the
+    `MOST_THREADS`)."""
 
     def __init__(self) -> None:
         self._busy = False
-        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._holding: list[tuple[float, int, asyncio.Future[None]]] = []  # each holds a paused thread
+        self._fresh: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self._held = 0
 
-    async def take(self, used: float) -> None:
-        if not self._busy:
+    @property
+    def waiting(self) -> bool:
+        """Some registration waits for a turn (read from checking threads: a stale answer costs
+        one more turn, or a pause for nothing)."""
+        return bool(self._holding or self._fresh)
+
+    async def take(self, used: float, holding: bool) -> None:
+        if not self._busy and (holding or self._held < MOST_THREADS):
             self._busy = True
             return
         turn = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (used, next(self._order), turn))
+        heapq.heappush(self._holding if holding else self._fresh, (used, next(self._order), turn))
         try:
             await turn
         except asyncio.CancelledError:
@@ -48,52 +112,155 @@ class Turns:
             raise
 
     def give(self) -> None:
-        while self._waiting:
-            _, _, turn = heapq.heappop(self._waiting)
-            if not turn.done():
-                turn.set_result(None)
-                return
         self._busy = False
+        self._next()
+
+    def hold_thread(self) -> _Thread:
+        self._held += 1
+        return _threads.take()
+
+    def release_thread(self, thread: _Thread) -> None:
+        self._held -= 1
+        _threads.put(thread)
+        self._next()  # a registration may have waited for a thread
+
+    def _next(self) -> None:
+        while not self._busy:
+            heaps = [self._holding] if self._held >= MOST_THREADS else [self._holding, self._fresh]
+            heaps = [heap for heap in heaps if heap]
+            if not heaps:
+                return
+            _, _, turn = heapq.heappop(min(heaps, key=lambda heap: heap[0][:2]))
+            if not turn.done():
+                self._busy = True
+                turn.set_result(None)
 
 
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Turns] = weakref.WeakKeyDictionary()
 
 
 class Checks(Generic[Checked]):
-    """Check `items` one by one with `check` (in the checking thread), in fair turns."""
+    """Check `items` one by one with `check` (in a checking thread), in fair turns."""
 
     def __init__(self, items: list[Any], check: Callable[[Any], Checked]) -> None:
         self.items = items
         self.check = check
+        self._done: list[Checked] = []
+        self._thread: _Thread | None = None  # held while a definition is paused mid-check
+        self._running = False  # the thread is checking (not parked, not finished)
+        self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()  # to a parked thread: go on, or drop
+        self._ends = 0.0  # of the thread's turn
+        self._dropped = False
+        self._owes_turn = False  # cancelled during its turn: the turn is given when the thread stops
 
     async def run(self) -> list[Checked]:
-        loop = asyncio.get_running_loop()
-        turns = _turns.setdefault(loop, Turns())
-        done: list[Checked] = []
+        self._loop = asyncio.get_running_loop()
+        self._turns = turns = _turns.setdefault(self._loop, Turns())
         used = 0.0
-        while len(done) < len(self.items):
-            await turns.take(used)
-            try:
+        try:
+            while len(self._done) < len(self.items):
+                await turns.take(used, holding=self._thread is not None)
                 started = time.perf_counter()
-                done += await loop.run_in_executor(_checking_thread(), self._turn, len(done))
-                used += time.perf_counter() - started
-            finally:
+                report = self._go()
+                try:
+                    await asyncio.shield(report)
+                except asyncio.CancelledError:
+                    if not report.done():  # the thread runs to its next checkpoint, then gives the turn
+                        self._owes_turn = True
+                        raise
+                    turns.give()
+                    raise
+                except BaseException:
+                    turns.give()
+                    raise
                 turns.give()
-        return done
+                used += time.perf_counter() - started
+        except BaseException:
+            self._drop()
+            raise
+        return self._done
 
-    def _turn(self, start: int) -> list[Checked]:
-        """In the checking thread: from item `start`, as many as fit in one turn (at least one)."""
-        ends = time.perf_counter() + TURN_SECONDS
-        checked = []
-        for index in range(start, len(self.items)):
-            checked.append(self.check(self.items[index]))
-            if time.perf_counter() >= ends:
+    def _go(self) -> asyncio.Future[None]:
+        """Start a turn: on a thread taken for it, or on the one parked mid-definition."""
+        self._report: asyncio.Future[None] = self._loop.create_future()
+        self._running = True
+        if self._thread is None:
+            self._thread = self._turns.hold_thread()
+            self._thread.orders.put(self._turn)
+        else:
+            self._wake.put(True)
+        return self._report
+
+    def _drop(self) -> None:
+        self._dropped = True
+        if self._thread is not None and not self._running:  # parked: unwinds, then lets its thread go
+            self._running = True
+            self._wake.put(False)
+
+    def _turn_ended(self, paused: bool, error: BaseException | None) -> None:
+        """On the loop: the thread parked mid-definition (`paused`) or ended its turn."""
+        self._running = False
+        if not paused:
+            assert self._thread is not None
+            self._turns.release_thread(self._thread)
+            self._thread = None
+        if self._owes_turn:
+            self._owes_turn = False
+            self._turns.give()
+        if self._dropped:
+            self._drop()  # parked just as it was dropped
+        elif error is not None:
+            self._report.set_exception(error)
+        else:
+            self._report.set_result(None)
+
+    # --- in the checking thread ------------------------------------------------------------
+
+    def _turn(self) -> None:
+        """From the next item on, until the turn is over (at least one item, unless dropped)."""
+        self._ends = time.perf_counter() + TURN_SECONDS
+        error: BaseException | None = None
+        try:
+            with validation.checkpoints(self._checkpoint):
+                while len(self._done) < len(self.items) and not self._dropped:
+                    self._done.append(self.check(self.items[len(self._done)]))
+                    if time.perf_counter() >= self._ends:
+                        if self._turns.waiting:
+                            break
+                        self._ends = time.perf_counter() + TURN_SECONDS
+        except _Dropped:
+            pass
+        except BaseException as exc:  # the check's own bug: raised where the registration awaits
+            error = exc
+        if not self._tell(False, error) and self._thread is not None:
+            _threads.put(self._thread)
+
+    def _checkpoint(self) -> None:
+        """Called by the validator every few thousand steps: the turn may end here."""
+        if self._dropped:
+            raise _Dropped
+        now = time.perf_counter()
+        if now < self._ends:
+            return
+        if not self._turns.waiting:
+            self._ends = now + TURN_SECONDS
+            return
+        if not self._tell(True, None):
+            raise _Dropped
+        while True:  # parked until the registration's next turn
+            try:
+                go_on = self._wake.get(timeout=PARKED_POLL_SECONDS)
                 break
-        return checked
+            except queue.Empty:
+                if self._loop.is_closed():
+                    raise _Dropped from None
+        if not go_on:
+            raise _Dropped
+        self._ends = time.perf_counter() + TURN_SECONDS
 
-
-def _checking_thread() -> ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="definition-checks")
-    return _executor
+    def _tell(self, paused: bool, error: BaseException | None) -> bool:
+        try:
+            self._loop.call_soon_threadsafe(self._turn_ended, paused, error)
+            return True
+        except RuntimeError:  # the loop is closed: nobody waits for these checks any more
+            return False

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,11 +28,12 @@ from mcp import Client
 
 from bridge import schemas, validation
 from bridge.catalog import check_definition
+from bridge.definition_checks import IDLE_THREADS, Checks
 from bridge.messages import ProtocolError, parse_page_message
 from bridge.meta_tools import QUERY_MAX_CHARS
 from bridge.schemas import SchemaCheck, SchemaLimits, schema_problem, unfolded_size
-from bridge.validation import VALIDATION_STEPS, Budget, OverBudget
-from support import Page, open_page, page, running_bridge, tool
+from bridge.validation import CHECKPOINT_STEPS, VALIDATION_STEPS, Budget, OverBudget
+from support import Page, eventually, open_page, page, running_bridge, tool
 
 LAG_BOUND = 1.0  # seconds the loop may be held (the promise is 0.05 s; the machine is shared and noisy)
 PROPERTY = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -208,6 +210,31 @@ def test_a_spent_budget_stops_the_validation_and_says_which_limit():
     assert validation.validator(RECURSIVE_BOMB).is_valid({"x": {"b": 1}})
 
 
+def test_checkpoints_come_every_few_thousand_steps_and_budgets_stay_exact():
+    done, checkpoints = 0, []
+    with validation.checkpoints(lambda: checkpoints.append(done)):
+        with pytest.raises(OverBudget), Budget(10_000) as budget:
+            while True:
+                validation.charge(1)
+                done += 1
+        assert done == 10_000 and budget.spent == 10_001  # the same step as without checkpoints
+        with Budget(50_000) as outer:
+            for _ in range(6_000):  # budgets of their own, each far under a checkpoint's steps
+                with Budget(10):
+                    validation.charge(1)
+                    done += 1
+        assert outer.spent == 0  # an inner budget's steps are its own
+        for _ in range(5_000):  # outside any budget: no limit, checkpoints all the same
+            validation.charge(1)
+            done += 1
+    validation.charge(CHECKPOINT_STEPS + 1)  # no checkpoint outside `checkpoints`
+    # Every CHECKPOINT_STEPS steps or so (the first sooner: this thread did some before).
+    assert done // (CHECKPOINT_STEPS + 1) <= len(checkpoints) <= done // CHECKPOINT_STEPS + 1, checkpoints
+    assert all(b - a in (CHECKPOINT_STEPS, CHECKPOINT_STEPS + 1) for a, b in zip(checkpoints, checkpoints[1:])), \
+        checkpoints
+    assert 0 <= checkpoints[0] <= CHECKPOINT_STEPS + 1
+
+
 def test_errors_a_value_invites_cost_budget_and_their_messages_are_cut():
     schema = {"type": "object", "properties": {"v": {"anyOf": [{"type": "string", "maxLength": i} for i in range(2000)]}}}
     started = time.perf_counter()
@@ -288,6 +315,74 @@ def test_a_non_finite_number_from_a_page_is_refused_like_nan():
         assert len(error.value.message) < 120
     assert parse_page_message('{"type": "agui.tool.return", "call_id": "c", "result": [1e308, 1e-400, 2]}').result \
         == [1e308, 0.0, 2]
+
+
+# --- the core: definitions checked in turns ---------------------------------------------------
+
+WIDE = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x"} for i in range(1200)}}
+
+
+class Registrations:
+    """Definitions "large" (the meta-schema check of a 62 KiB schema, again and again: seconds of
+    work alone) and "small" (at once), checked as the bridge checks them, in `Checks`. The large
+    one stops early once a small one is checked (if `large_waits_for_small`), so that which
+    finished first is the question."""
+
+    def __init__(self, large_waits_for_small: bool = True) -> None:
+        self.large_waits_for_small = large_waits_for_small
+        self.finished: list[str] = []
+        self.large_started = threading.Event()
+        self.small_checked = threading.Event()
+        self.large_rounds = 0
+        self.large_ended_by: str | None = None
+
+    def check(self, item: str) -> str:
+        if item == "large":
+            self.large_started.set()
+            try:
+                while self.large_rounds < 20 and not (self.large_waits_for_small and self.small_checked.is_set()):
+                    with Budget(1 << 40):
+                        assert validation.schema_error(WIDE) is None
+                    self.large_rounds += 1
+            except BaseException as exc:
+                self.large_ended_by = type(exc).__name__
+                raise
+        else:
+            self.small_checked.set()
+        self.finished.append(item)
+        return item
+
+    async def start_large(self) -> asyncio.Task:
+        large = asyncio.create_task(Checks(["large"], self.check).run())
+        while not self.large_started.is_set():  # its definition is being checked
+            await asyncio.sleep(0.001)
+        return large
+
+
+async def test_a_small_definition_is_checked_while_a_large_one_is_half_checked():
+    registrations = Registrations()
+    large = await registrations.start_large()
+    assert await Checks(["small"], registrations.check).run() == ["small"]
+    assert await large == ["large"]
+    # The large definition's turn ended at a checkpoint in the middle of its check; the small one
+    # was checked in another thread meanwhile.
+    assert registrations.finished == ["small", "large"]
+    assert registrations.large_rounds < 20
+
+
+async def test_a_registration_dropped_in_the_middle_of_a_definition_lets_its_thread_go():
+    registrations = Registrations(large_waits_for_small=False)
+    large = await registrations.start_large()
+    assert await Checks(["small"], registrations.check).run() == ["small"]  # the large is paused for it
+    large.cancel()  # its page went away
+    with pytest.raises(asyncio.CancelledError):
+        await large
+    await eventually(lambda: registrations.large_ended_by is not None)
+    assert registrations.large_ended_by == "_Dropped" and registrations.large_rounds < 20
+    assert registrations.finished == ["small"]
+    assert await Checks(["after"], registrations.check).run() == ["after"]  # the turn was given back
+    # Threads held by no registration are stopped, but for a few kept idle.
+    await eventually(lambda: sum(t.name == "definition-checks" for t in threading.enumerate()) <= IDLE_THREADS)
 
 
 # --- end to end ----------------------------------------------------------------------------
@@ -459,6 +554,24 @@ async def test_input_examples_bombs_from_six_pages_hold_up_no_other_room():
         finally:
             for attacker in pages:
                 await attacker.close()
+
+
+def costliest_definition(name: str) -> dict:
+    """Under 64 KiB, about the costliest definition to check (~1 s: 20,000 subschemas against the
+    meta-schema, then {} against them, past the budget)."""
+    return {"name": name, "inputSchema": {"type": "object", "allOf": [{}] * 20_000}}
+
+
+@pytest.mark.timeout(60)
+async def test_a_registration_waits_for_no_other_pages_large_definition():
+    async with running_bridge() as b, page(b, room="attack") as attacker, page(b, room="newcomer") as newcomer:
+        await attacker.send({"type": "agui.tools.register", "id": "r", "tools": [costliest_definition("costly")]})
+        await asyncio.sleep(0.05)  # its one definition is being checked
+        await newcomer.register(tool("plain"))
+        # Registered while the attacker's definition is still being checked, not after it.
+        assert attacker.replies.empty()
+        assert (await attacker.reply(timeout=30))["tools"] == []
+        assert "work budget" in (await attacker.reply())["message"]
 
 
 async def test_a_300_deep_example_is_refused_and_the_rooms_listing_still_works():
