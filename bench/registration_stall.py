@@ -1,17 +1,25 @@
-"""How long the event loop stalls while a page registers or leaves, at 100 / 1,000 / 10,000 tools in the room.
+"""How long the event loop stalls while a page registers or leaves, at 100 / 1,000 / 10,000 tools in the room;
+and how long a page's small registration waits while another room registers large schemas.
 
 Drives the bridge's Hub (the code the WebSocket endpoint calls) with a ticker task on the same loop
 measuring the longest gap between its wake-ups; the baseline row is the same ticker on an idle loop.
-Prints a table; the issue's bound is 20 ms.
+The second table times one-tool registrations in room "b", one after the other, for as long as
+room "a" registers large schemas; its baseline is the same registrations with room "a" idle.
+Prints both tables; the bounds are 20 ms for a stall and 50 ms for a registration's wait.
 
     python bench/registration_stall.py
+    python bench/registration_stall.py --waits-only
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import gc
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -57,7 +65,7 @@ async def longest_stall(work) -> tuple[float, float]:
     return took, worst
 
 
-async def main() -> None:
+async def stall_table() -> None:
     print(f"{'room size':>10} {'operation':<28} {'took ms':>9} {'longest stall ms':>17} {'vs idle':>8}")
     idle_took, idle = await longest_stall(lambda: asyncio.sleep(0.2))
     print(f"{'-':>10} {'idle loop (baseline)':<28} {idle_took * 1e3:9.1f} {idle * 1e3:17.2f} {1:8.1f}")
@@ -83,6 +91,101 @@ async def main() -> None:
 
             took, stall = await longest_stall(leave)
             print(f"{room_size:>10} {'  ... and leaves':<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f}")
+
+
+def wide_schema(tag: str) -> dict:
+    """A valid schema near the 64 KiB limit: 1,200 described properties (distinct for each `tag`)."""
+    return {"type": "object", "properties": {f"p{i}": {"type": "string", "description": f"{tag} field"}
+                                             for i in range(1200)}}
+
+
+def costliest_schema(tag: str) -> dict:
+    """Under 64 KiB, the costliest to check found: 20,000 empty subschemas (refused: checking {}
+    against it passes the work budget)."""
+    return {"type": "object", "description": tag, "allOf": [{}] * 20_000}
+
+
+async def small_registration_waits(hub: Hub, room_a: list[dict] | None) -> list[float]:
+    """Seconds each one-tool registration in room "b" took, registered one after the other for as
+    long as a page of room "a" registers `room_a` (or 30 of them when `room_a` is None)."""
+    if room_a is not None:
+        page_a, _ = hub.hello(Hello(type="agui.hello", room="a"))
+        registering = asyncio.create_task(hub.handle(page_a, RegisterTools(type="agui.tools.register",
+                                                                           tools=room_a)))
+        await asyncio.sleep(0.01)  # its first definition is being checked
+    waits: list[float] = []
+    while (len(waits) < 30) if room_a is None else not registering.done():
+        page_b, _ = hub.hello(Hello(type="agui.hello", room="b"))
+        message = RegisterTools(type="agui.tools.register", tools=tools(f"b{len(waits)}", 1))
+        started = time.perf_counter()
+        replies = await hub.handle(page_b, message)
+        waits.append(time.perf_counter() - started)
+        assert replies[0]["tools"], replies
+        hub.drop(page_b)
+        await asyncio.sleep(0.002)
+    if room_a is not None:
+        replies = await registering
+        assert len(replies) == 1 or "work budget" in replies[1]["message"], replies[:2]
+        hub.drop(page_a)
+    return waits
+
+
+class CollectorPauses:
+    """The longest pause of Python's garbage collector (all threads stop for it) since `reset`."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._note)
+
+    def _note(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.longest = max(self.longest, time.perf_counter() - self._started)
+
+    def reset(self) -> None:
+        self.longest = 0.0
+
+
+async def wait_table(repeat: int) -> None:
+    print('A one-tool registration in room "b" while a page of room "a" registers large schemas')
+    print(f"{'room a registers':<36} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p50/idle':>9} "
+          f"{'max/idle':>9} {'gc pause ms':>12}")
+    pauses = CollectorPauses()
+    hub = Hub(Settings().hub_config())
+    rows: list[tuple[str, Callable[[int], list[dict]] | None]] = [
+        ("nothing (idle baseline)", None),
+        ("1 schema of 64 KiB (valid)", lambda run: [{"name": "wide", "inputSchema": wide_schema(f"r{run}")}]),
+        ("4 schemas of 64 KiB (valid)", lambda run: [{"name": f"wide{i}", "inputSchema": wide_schema(f"r{run}.{i}")}
+                                                     for i in range(4)]),
+        ("1 costliest schema (refused)", lambda run: [{"name": "costly",
+                                                       "inputSchema": costliest_schema(f"r{run}")}]),
+    ]
+    idle = [0.0, 0.0]
+    for label, room_a in rows:
+        waits = []
+        pauses.reset()
+        for run in range(repeat):
+            waits += await small_registration_waits(hub, None if room_a is None else room_a(run))
+        waits.sort()
+        p50, p95, most = statistics.median(waits), waits[int(0.95 * (len(waits) - 1))], waits[-1]
+        if room_a is None:
+            idle = [p50, most]
+        print(f"{label:<36} {len(waits):>4} {p50 * 1e3:8.2f} {p95 * 1e3:8.2f} {most * 1e3:8.2f} "
+              f"{p50 / idle[0]:9.1f} {most / idle[1]:9.1f} {pauses.longest * 1e3:12.1f}")
+    print("gc pause: the longest garbage collection meanwhile (it stops every thread, the loop's too)")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--waits-only", action="store_true", help="only the table of registrations' waits")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each row of the waits' table")
+    args = parser.parse_args()
+    if not args.waits_only:
+        await stall_table()
+        print()
+    await wait_table(args.repeat)
 
 
 if __name__ == "__main__":

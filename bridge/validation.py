@@ -213,17 +213,23 @@ class Enum(list[Any]):
 
 
 def prepared(schema: Any) -> Any:
-    """A copy of `schema` to validate with: each `enum` list becomes an `Enum`."""
-    if isinstance(schema, (dict, list)):
-        charge(1 + len(schema))
+    """A copy of `schema` to validate with: each `enum` list becomes an `Enum`. Its steps count
+    towards checkpoints, not towards the budget in force (bounded by the schema's size, checked
+    before)."""
+    with Budget(_UNBOUNDED):
+        return _prepared(schema)
+
+
+def _prepared(schema: Any) -> Any:
     if isinstance(schema, dict):
-        copy = {key: prepared(value) for key, value in schema.items()}
+        charge(1 + len(schema))
+        copy = {key: _prepared(value) for key, value in schema.items()}
         if isinstance(copy.get("enum"), list):
-            with Budget(_UNBOUNDED):  # bounded by the schema's size, checked before
-                copy["enum"] = Enum(copy["enum"])
+            copy["enum"] = Enum(copy["enum"])
         return copy
     if isinstance(schema, list):
-        return [prepared(item) for item in schema]
+        charge(1 + len(schema))
+        return [_prepared(item) for item in schema]
     return schema
 
 

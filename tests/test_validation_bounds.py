@@ -227,7 +227,13 @@ def test_checkpoints_come_every_few_thousand_steps_and_budgets_stay_exact():
         for _ in range(5_000):  # outside any budget: no limit, checkpoints all the same
             validation.charge(1)
             done += 1
+        seen = len(checkpoints)
+        with Budget(10) as budget:  # preparing a schema: steps towards checkpoints, none from the budget
+            validation.validator(WIDE)
+        assert budget.spent == 0
     validation.charge(CHECKPOINT_STEPS + 1)  # no checkpoint outside `checkpoints`
+    assert len(checkpoints) > seen  # WIDE has thousands of subschemas
+    del checkpoints[seen:]
     # Every CHECKPOINT_STEPS steps or so (the first sooner: this thread did some before).
     assert done // (CHECKPOINT_STEPS + 1) <= len(checkpoints) <= done // CHECKPOINT_STEPS + 1, checkpoints
     assert all(b - a in (CHECKPOINT_STEPS, CHECKPOINT_STEPS + 1) for a, b in zip(checkpoints, checkpoints[1:])), \
