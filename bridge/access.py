@@ -1,4 +1,6 @@
-"""Who may talk to the bridge: web origins, bearer tokens, and how fast a guesser may try tokens.
+"""Who may talk to the bridge: web origins, bearer tokens, room names, and how fast a guesser may
+try tokens. Every edge asks here (the Host header is checked in front of every endpoint, against
+`Settings.allowed_hosts`).
 
 Two kinds of callers reach the bridge. Pages are browser code from the origins the operator
 allows (`--allowed-origins`), so their endpoints answer those origins with CORS. Agents and the
@@ -9,6 +11,7 @@ that origin (`--agent-origins`).
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import time
@@ -19,6 +22,10 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
+
+log = logging.getLogger("bridge.pages")
 
 
 def origin_pattern(patterns: str) -> re.Pattern[str]:
@@ -32,6 +39,36 @@ def origin_pattern(patterns: str) -> re.Pattern[str]:
         pattern = re.escape(pattern[:-2] if port else pattern).replace(r"\*", ".*")
         alternatives.append(pattern + ("(?::[0-9]{1,5})?" if port else ""))
     return re.compile("|".join(alternatives) or "(?!)")
+
+
+class PageOrigins:
+    """The origins pages may connect from (`--allowed-origins`): the page endpoints and AG-UI runs ask."""
+
+    def __init__(self, allowed_origins: str) -> None:
+        self.allowed_origins = allowed_origins
+        self.pattern = origin_pattern(allowed_origins)
+        self._refused: set[str] = set()
+
+    def refusal(self, origin: str | None) -> str | None:
+        """Why a browser page from `origin` may not connect (logged once an origin), or None.
+
+        Browsers always send Origin; other clients (agents' tooling, tests) may not.
+        """
+        if origin is None or self.pattern.fullmatch(origin) is not None:
+            return None
+        # The --allowed-origins value that would admit it too (file:// pages send "null").
+        admitting = ",".join(p for p in (self.allowed_origins, origin) if p)
+        if origin not in self._refused and len(self._refused) < 100:
+            self._refused.add(origin)
+            log.warning("refused a page from origin %s; to admit it, start the bridge with --allowed-origins %s",
+                        origin, admitting)
+        return (f"This page's origin, {origin}, may not connect to the bridge. To admit it, start the bridge with "
+                f"--allowed-origins '{admitting}' (embedded: Settings(allowed_origins={admitting!r})).")
+
+
+def room_name_problem(room: str) -> str | None:
+    """Why `room` cannot name a room (an agent's URL, an AG-UI run's), or None."""
+    return None if ROOM_NAME.fullmatch(room) else f"A room name is {ROOM_NAME_RULE}."
 
 
 def bearer_token(headers: Headers) -> str | None:

@@ -35,13 +35,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from bridge.access import bearer_token, client_address, tokens_match
-from bridge.catalog import ROOM_NAME
+from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, room_name_problem, tokens_match
 from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
                              validation_summary)
-from bridge.page_endpoints import PageEndpoints
 from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge.agui")
@@ -154,8 +152,8 @@ class Run:
 class AguiEndpoint:
     """The ASGI app behind `POST /agui/run` and `POST /rooms/{room}/agui/run`."""
 
-    def __init__(self, hub: Hub, settings: Settings, pages: PageEndpoints) -> None:
-        self.hub, self.settings, self.pages = hub, settings, pages
+    def __init__(self, hub: Hub, settings: Settings, origins: PageOrigins, attempts: FailedAttempts) -> None:
+        self.hub, self.settings, self.origins, self.attempts = hub, settings, origins, attempts
         self.encoder = EventEncoder()
         self._threads: dict[tuple[str, str], Thread] = {}
 
@@ -184,7 +182,7 @@ class AguiEndpoint:
         """The run's input and token; whatever can be refused without the body is refused before it is read."""
         if request.method != "POST":
             raise Refused(405, "method_not_allowed", "POST a RunAgentInput (JSON) here.")
-        refusal = self.pages.origin_refusal(request.headers.get("origin"))
+        refusal = self.origins.refusal(request.headers.get("origin"))
         if refusal is not None:
             raise Refused(403, "forbidden_origin", refusal)
         token = bearer_token(request.headers)
@@ -217,15 +215,15 @@ class AguiEndpoint:
     def _check_token(self, room: str, token: str | None, address: str) -> None:
         """The room's page token, checked before the body is read; wrong ones slowed down per address
         as on the page WebSocket."""
-        expected = self.hub.config.page_token(room) if ROOM_NAME.fullmatch(room) else ""
+        expected = self.hub.config.page_token(room) if room_name_problem(room) is None else ""
         if not expected:
             return
-        wait = self.pages.attempts.retry_after(address)
+        wait = self.attempts.retry_after(address)
         if wait is not None:
             raise Refused(429, "too_many_attempts", f"Too many wrong tokens from this address; try again in "
                           f"{wait:.1f} s.", retry_after=round(wait, 1))
         if not tokens_match(token, expected):
-            self.pages.attempts.failed(address)
+            self.attempts.failed(address)
             problem = "is not the one it needs" if token else "is missing"
             raise Refused(401, "unauthorized", f"Room {room!r} needs a page token, and the one given {problem}. "
                           "An AG-UI app sends it as 'Authorization: Bearer <token>'.")
@@ -440,7 +438,7 @@ class AguiEndpoint:
             thread.run = None
         self.hub.disconnected(run.session, run.connection, deliberate=False)
         if thread.run is None and thread.interrupts:
-            self.hub.allow_absence(run.session, self.hub.config.call_timeout)
+            self.hub.pages.allow_absence(run.session, self.hub.config.call_timeout)
 
 
 def _cancel(call_id: str, reason: str) -> CustomEvent:

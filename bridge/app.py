@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from bridge import __version__
-from bridge.access import AgentOrigins, FailedAttempts, missing_agent_token, origin_pattern
+from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, missing_agent_token, origin_pattern
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
 from bridge.hub import Hub
@@ -70,7 +70,7 @@ def _route_path(scope: Scope) -> str:
     return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
 
 
-def _shared_mode(hub: Hub, settings: Settings) -> tuple[Any, Any]:
+def _shared_mode(settings: Settings) -> tuple[Any, Any]:
     """Shared mode's link and task store; the 'redis' extra is imported only then."""
     try:
         from bridge.redis_link import RedisLink
@@ -78,7 +78,8 @@ def _shared_mode(hub: Hub, settings: Settings) -> tuple[Any, Any]:
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
-        return (RedisLink(hub, settings.redis_url, heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix),
+        return (RedisLink(settings.redis_url, page_grace=settings.page_grace, call_timeout=settings.call_timeout,
+                          heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix),
                 RedisTasks(settings.redis_url, prefix=settings.redis_prefix))
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
@@ -100,14 +101,19 @@ class Bridge:
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = replace(settings or Settings(), **overrides)
         self.settings.check()
-        self.hub = Hub(self.settings.hub_config())
-        link, shared_tasks = _shared_mode(self.hub, self.settings) if self.settings.redis_url else (None, None)
-        self.mcp = McpRooms(self.hub, self.settings, shared_tasks)
-        attempts = FailedAttempts()  # wrong page tokens, per client address
-        self.pages = PageEndpoints(self.hub, self.settings, attempts)
-        self.agui = AguiEndpoint(self.hub, self.settings, self.pages)
-        self.metrics = BridgeMetrics(self.hub)
+        # One process and shared mode differ only in the link the hub is given (None: this process alone).
+        link, shared_tasks = _shared_mode(self.settings) if self.settings.redis_url else (None, None)
+        self.metrics = BridgeMetrics(state=lambda: self.hub.state())
+        self.hub = Hub(self.settings.hub_config(), link=link,
+                       observers=[self.metrics] if link is None else [self.metrics, link])
+        if link is not None:
+            link.attach(calls=self.hub.calls, catalog=self.hub.catalog, pages=self.hub.pages,
+                        embed_later=self.hub.semantic.embed_later)
         self.link = link
+        self.mcp = McpRooms(self.hub, self.settings, shared_tasks)
+        origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()  # wrong page tokens, per address
+        self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
+        self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         hosts = self.settings.trusted_host_names
         # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
         # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
@@ -183,7 +189,7 @@ class Bridge:
     def _routes(self) -> list[Any]:
         s = self.settings
 
-        pages, agents = origin_pattern(s.allowed_origins), origin_pattern(s.agent_origins)
+        pages, agents = self.pages.origins.pattern, origin_pattern(s.agent_origins)
 
         def for_pages(app: ASGIApp) -> ASGIApp:
             # Pages served from other allowed origins open the event stream cross-origin; AG-UI apps

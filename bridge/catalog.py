@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bridge import schemas
+from bridge.defaults import DEFAULTS
 from bridge.messages import ToolDefinition, validation_summary
 from bridge.schemas import SchemaLimits
 from bridge.search import IndexedTool, SearchHit, ToolIndex
@@ -31,6 +32,7 @@ log = logging.getLogger("bridge.semantic")
 MCP_NAME_MAX = 64
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+ROOM_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"  # what ROOM_NAME takes, as errors say it
 TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe from it; see mcp_safe_name
 # Where a listed tool carries its input examples: MCP's Tool has no field for them, and `_meta` keys
 # are `prefix/name`.
@@ -49,15 +51,15 @@ def estimate_tokens(payload: Any) -> int:
 
 @dataclass(frozen=True)
 class ListingPolicy:
-    inline_max: int = 40
-    inline_token_budget: int = 5000
-    description_max_chars: int = 200
+    inline_max: int = DEFAULTS.inline_max
+    inline_token_budget: int = DEFAULTS.inline_token_budget
+    description_max_chars: int = DEFAULTS.description_max_chars  # in search mode, listed descriptions are cut
     reserved_names: frozenset[str] = frozenset()
     # What the meta-tools cost when listed; they count against both limits in search mode.
     meta_tools: int = 0
     meta_tool_tokens: int = 0
     # Deferred tools searches and calls list at once, at most; the least recently used leave first.
-    max_activated: int = 20
+    max_activated: int = DEFAULTS.max_activated
 
 
 @dataclass(eq=False)
@@ -131,7 +133,7 @@ class Tool:
 
 @dataclass(frozen=True)
 class DefinitionLimits:
-    description_max_chars: int = 8192
+    max_description_chars: int = DEFAULTS.max_description_chars  # the longest a page may register
     schema: SchemaLimits = SchemaLimits()
 
 
@@ -143,9 +145,9 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
         raise ValueError(validation_summary(exc)) from None
     if not TOOL_NAME.fullmatch(definition.name):
         raise ValueError("name: a tool name has no control characters")
-    if len(definition.description) > limits.description_max_chars:
+    if len(definition.description) > limits.max_description_chars:
         raise ValueError(f"description: {len(definition.description)} characters, over the limit of "
-                         f"{limits.description_max_chars}")
+                         f"{limits.max_description_chars}")
     for field_name in ("inputSchema", "outputSchema"):
         schema = getattr(definition, field_name)
         if schema is None:

@@ -1,7 +1,8 @@
 """Settings: every one is a command-line flag and an `AGUI_BRIDGE_*` environment variable.
 
 `Settings` is what a user sets (the CLI's flags, the `Bridge` constructor); the hub takes only
-the part it needs, `HubConfig`, so the core never sees hosts, ports or log levels.
+the part it needs, `HubConfig` (`bridge.defaults`, where the core's defaults are written), so the
+core never sees hosts, ports or log levels.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bridge.catalog import ROOM_NAME
-from bridge.hub import HubConfig
+from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
+from bridge.defaults import DEFAULTS, HubConfig
 
 ENV_PREFIX = "AGUI_BRIDGE_"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -26,18 +27,18 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 class Settings:
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
     port: int = field(default=8765, metadata={"help": "HTTP port (0 picks a free one)"})
-    call_timeout: float = field(default=600.0, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
+    call_timeout: float = field(default=DEFAULTS.call_timeout, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
     task_ttl: float = field(default=3600.0, metadata={"help": "seconds a task (a call an agent runs with the MCP tasks extension) is kept from its creation; a call still waiting then fails"})
     task_poll_interval: float = field(default=2.0, metadata={"help": "seconds agents are asked to wait between polls of a task"})
-    page_grace: float = field(default=10.0, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
+    page_grace: float = field(default=DEFAULTS.page_grace, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
     progress_interval: float = field(default=15.0, metadata={"help": "seconds between keep-alive progress notifications to agents"})
     sse_ping: float = field(default=15.0, metadata={"help": "seconds between keep-alive comments on idle event streams"})
-    inline_max: int = field(default=40, metadata={"help": "most tools listed inline before search mode"})
-    inline_token_budget: int = field(default=5000, metadata={"help": "most estimated tokens (characters / 4) of the inline listing"})
-    description_max_chars: int = field(default=200, metadata={"help": "inline descriptions are cut to this in search mode"})
-    search_tool_name: str = field(default="tool_search", metadata={"help": "name of the search meta-tool"})
-    describe_tool_name: str = field(default="tool_describe", metadata={"help": "name of the describe meta-tool"})
-    call_tool_name: str = field(default="call_tool", metadata={"help": "name of the call-through meta-tool"})
+    inline_max: int = field(default=DEFAULTS.inline_max, metadata={"help": "most tools listed inline before search mode"})
+    inline_token_budget: int = field(default=DEFAULTS.inline_token_budget, metadata={"help": "most estimated tokens (characters / 4) of the inline listing"})
+    description_max_chars: int = field(default=DEFAULTS.description_max_chars, metadata={"help": "in search mode, listed tools' descriptions are cut to this many characters"})
+    search_tool_name: str = field(default=DEFAULTS.search_tool_name, metadata={"help": "name of the search meta-tool"})
+    describe_tool_name: str = field(default=DEFAULTS.describe_tool_name, metadata={"help": "name of the describe meta-tool"})
+    call_tool_name: str = field(default=DEFAULTS.call_tool_name, metadata={"help": "name of the call-through meta-tool"})
     meta_tools: str = field(default="always", metadata={"help": "when the meta-tools are listed: 'always' (clients that list tools only once, before any page has connected, can still search and call page tools), or 'search-mode' (only once a room's tools no longer fit the listing)"})
     max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted, in bytes; a WebSocket frame over 4x this is closed with 1009"})
     allowed_origins: str = field(
@@ -45,23 +46,23 @@ class Settings:
         metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything; "
                           "'null' admits file:// pages)"})
     agent_origins: str = field(default="", metadata={"help": "comma-separated Origin patterns of web-based agents or dashboards allowed to use the agent and operator endpoints (/mcp, /api, /metrics) from a browser; empty: only the bridge's own pages"})
-    token: str = field(default="", metadata={"help": "when set, pages must send it in agui.hello"})
-    room_tokens: str = field(default="", metadata={"help": "room=token,… : the token a page must send to join that room (pairing); overrides --token for those rooms"})
+    token: str = field(default=DEFAULTS.token, metadata={"help": "when set, pages must send it in agui.hello"})
+    room_tokens: str = field(default=DEFAULTS.room_tokens, metadata={"help": "room=token,… : the token a page must send to join that room (pairing); overrides --token for those rooms"})
     agent_token: str = field(default="", metadata={"help": "when set, MCP clients must send 'Authorization: Bearer <token>'; required to listen beyond loopback"})
     public_hosts: str = field(default="", metadata={"help": "comma-separated host names (with :port or :*) agents and pages use to reach the bridge, besides loopback"})
-    max_rooms: int = field(default=1000, metadata={"help": "most rooms at once; a room with no page and no agent is freed"})
+    max_rooms: int = field(default=DEFAULTS.max_rooms, metadata={"help": "most rooms at once; a room with no page and no agent is freed"})
     idle_room_seconds: float = field(default=300.0, metadata={"help": "an agent-only room with no request for this long is freed"})
-    max_tools_per_page: int = field(default=1000, metadata={"help": "most tools one page may register"})
-    max_tools_per_room: int = field(default=10_000, metadata={"help": "most tools in one room"})
-    max_calls_per_page: int = field(default=100, metadata={"help": "most calls waiting for one page"})
-    max_calls_per_room: int = field(default=1000, metadata={"help": "most calls waiting in one room"})
-    max_description_chars: int = field(default=8192, metadata={"help": "longest tool description a page may register"})
-    max_schema_bytes: int = field(default=64 * 1024, metadata={"help": "largest input or output schema (JSON bytes)"})
-    max_schema_depth: int = field(default=32, metadata={"help": "deepest nesting of a schema"})
-    max_activated: int = field(default=20, metadata={"help": "in search mode, most deferred tools listed at once because a search found them or an agent called them; the least recently used leave the list first"})
-    search_model: str = field(default="", metadata={"help": "a fastembed model name (e.g. sentence-transformers/all-MiniLM-L6-v2) to search tools by meaning as well as by words; needs the 'semantic' extra; empty: by words only"})
-    search_model_path: str = field(default="", metadata={"help": "a local folder holding the search model's files: nothing is fetched"})
-    search_model_cache: str = field(default="", metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
+    max_tools_per_page: int = field(default=DEFAULTS.max_tools_per_page, metadata={"help": "most tools one page may register"})
+    max_tools_per_room: int = field(default=DEFAULTS.max_tools_per_room, metadata={"help": "most tools in one room"})
+    max_calls_per_page: int = field(default=DEFAULTS.max_calls_per_page, metadata={"help": "most calls waiting for one page"})
+    max_calls_per_room: int = field(default=DEFAULTS.max_calls_per_room, metadata={"help": "most calls waiting in one room"})
+    max_description_chars: int = field(default=DEFAULTS.max_description_chars, metadata={"help": "longest tool description a page may register, in characters"})
+    max_schema_bytes: int = field(default=DEFAULTS.max_schema_bytes, metadata={"help": "largest input or output schema (JSON bytes)"})
+    max_schema_depth: int = field(default=DEFAULTS.max_schema_depth, metadata={"help": "deepest nesting of a schema"})
+    max_activated: int = field(default=DEFAULTS.max_activated, metadata={"help": "in search mode, most deferred tools listed at once because a search found them or an agent called them; the least recently used leave the list first"})
+    search_model: str = field(default=DEFAULTS.search_model, metadata={"help": "a fastembed model name (e.g. sentence-transformers/all-MiniLM-L6-v2) to search tools by meaning as well as by words; needs the 'semantic' extra; empty: by words only"})
+    search_model_path: str = field(default=DEFAULTS.search_model_path, metadata={"help": "a local folder holding the search model's files: nothing is fetched"})
+    search_model_cache: str = field(default=DEFAULTS.search_model_cache, metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
     stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
     redis_url: str = field(default="", metadata={"help": "redis://host:port/db shared by several bridge processes, which then serve one set of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed"})
     redis_prefix: str = field(default="agui:", metadata={"help": "prefix of every Redis key and channel of this deployment; another deployment on the same Redis needs another (pub/sub channels are shared by all databases)"})
@@ -168,9 +169,8 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "agent_origins": (_listed(_ORIGIN), "comma-separated origins such as https://inspector.example "
                                         "(scheme://host[:port], '*' for any port)"),
     "public_hosts": (_listed(_HOST), "comma-separated host names, each with an optional :port or :*"),
-    "room_tokens": (_room_tokens, "comma-separated room=token pairs (a room name is 1 to 64 letters, digits, '_' "
-                                  "or '-')"),
-    "room": (_matches(ROOM_NAME), "a room name: 1 to 64 letters, digits, '_' or '-'"),
+    "room_tokens": (_room_tokens, f"comma-separated room=token pairs (a room name is {ROOM_NAME_RULE})"),
+    "room": (_matches(ROOM_NAME), f"a room name: {ROOM_NAME_RULE}"),
     "log_level": ((lambda value: value in LOG_LEVELS), f"one of {', '.join(LOG_LEVELS)}"),
     "meta_tools": ((lambda value: value in ("always", "search-mode")), "always or search-mode"),
 }

@@ -1,9 +1,12 @@
-"""The hub joins pages and agents: page sessions, the catalog, and calls in flight.
+"""The hub joins pages and agents: it routes an agent's call to the page offering the tool
+and carries it out, and acts on what pages say.
 
 Both edges talk to it through its methods: the page endpoints hand it parsed page
-messages, the MCP adapter asks it how to route a tool call and to make one. It runs
-on one asyncio loop and does no I/O of its own; what a page must be told is pushed
-on its session.
+messages, the MCP adapter asks it how to route a tool call and to make one. Its parts:
+the catalog (rooms and tools), `Pages` (which pages are here, their grace periods), the
+call table, and its link (`LocalLink`, or shared mode's), given at construction, through
+which invocations reach pages and answers reach calls. It runs on one asyncio loop and
+does no I/O of its own.
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from bridge import messages
 from bridge.calls import CallTable, NoteSink, Outcome
-from bridge.catalog import (ROOM_NAME, Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition,
-                            estimate_tokens)
+from bridge.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
+                            check_definition, estimate_tokens)
+from bridge.defaults import HubConfig
 from bridge.definition_checks import Checks
 from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest, ToolLog,
                             ToolProgress, ToolReturn, UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
+from bridge.pages import Pages, TooManyRooms
 from bridge.schemas import SchemaLimits, nesting
 from bridge.semantic import BackgroundEmbedding, Embedder
 from bridge.sessions import PageEvent, PageSession
@@ -44,20 +48,11 @@ REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
 
 class HubLink(Protocol):
     """Where the hub's pages and calls live: in this process (`LocalLink`), or shared with other
-    processes (`bridge.redis_link`), which must learn of this one's pages and calls, and through
-    which events and answers reach whichever process holds the other end."""
+    processes (`bridge.redis_link`), through which events and answers reach whichever process
+    holds the other end. What other processes must learn of this one's pages and tools, a shared
+    link hears as a `HubObserver`."""
 
     process_id: str
-
-    def held(self, session: PageSession) -> None: ...  # the page's WebSocket is open here (new or resumed)
-
-    def away(self, session: PageSession) -> None: ...  # its WebSocket closed; it may come back
-
-    def left(self, session: PageSession) -> None: ...  # it is gone for good
-
-    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None: ...
-
-    def activated(self, room: Room) -> None: ...
 
     def expired(self, session: PageSession) -> None: ...  # its grace period ran out here: confirm, then drop
 
@@ -79,31 +74,16 @@ class HubLink(Protocol):
 
 
 class LocalLink:
-    """One process: the pages' own event buffers and the hub's call table are all there is, and
-    there is no one else to tell."""
+    """One process: the pages' own event buffers and the call table are all there is."""
 
     process_id = "local"
 
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
-
-    def held(self, session: PageSession) -> None:
-        pass
-
-    def away(self, session: PageSession) -> None:
-        pass
-
-    def left(self, session: PageSession) -> None:
-        pass
-
-    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
-        pass
-
-    def activated(self, room: Room) -> None:
-        pass
+    def __init__(self, calls: CallTable, pages: Pages) -> None:
+        self.calls = calls
+        self.pages = pages
 
     def expired(self, session: PageSession) -> None:
-        self.hub.drop(session)
+        self.pages.drop(session)
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
         session.push(data)
@@ -115,10 +95,10 @@ class LocalLink:
         session.settled(call_id)
 
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
-        return self.hub.calls.settle(call_id, outcome, session_id=session.id)
+        return self.calls.settle(call_id, outcome, session_id=session.id)
 
     async def note(self, session: PageSession, call_id: str, note: dict[str, Any]) -> bool:
-        return self.hub.calls.report(call_id, note, session_id=session.id)
+        return self.calls.report(call_id, note, session_id=session.id)
 
     async def streaming(self, session: PageSession, last_event_id: int | None) -> None:
         pass
@@ -136,57 +116,46 @@ class LinkDown(Exception):
         self.kind = kind
 
 
-class HubObserver(Protocol):
-    """Told what happens, for metrics; called on the loop, so it must not block."""
+class HubObserver:
+    """Told what happens (metrics count it, a shared link tells other processes); each method does
+    nothing unless overridden. Called on the loop, so none may block."""
 
-    def call_started(self, room: str) -> None: ...
+    def call_started(self, room: str) -> None:
+        pass
 
-    def call_finished(self, room: str, outcome: str, seconds: float) -> None: ...
+    def call_finished(self, room: str, outcome: str, seconds: float) -> None:
+        pass
 
-    def searched(self, room: str, seconds: float) -> None: ...
+    def searched(self, room: str, seconds: float) -> None:
+        pass
 
-    def stream_resumed(self, room: str) -> None: ...
+    def stream_resumed(self, room: str) -> None:
+        pass
 
+    def page_held(self, session: PageSession) -> None:
+        """The page's WebSocket is open here (new or resumed)."""
 
-@dataclass(frozen=True)
-class HubConfig:
-    """What the core needs to know; `bridge.config.Settings.hub_config()` makes one."""
+    def page_away(self, session: PageSession) -> None:
+        """Its WebSocket closed; it may come back."""
 
-    call_timeout: float = 600.0
-    page_grace: float = 10.0
-    inline_max: int = 40
-    inline_token_budget: int = 5000
-    description_max_chars: int = 200
-    search_tool_name: str = "tool_search"
-    describe_tool_name: str = "tool_describe"
-    call_tool_name: str = "call_tool"
-    token: str = ""  # pages must present it in agui.hello when set
-    room_tokens: str = ""  # "room=token,…": the token a page must present to join that room
-    # Limits: each refused with a clear error to whoever exceeded it.
-    max_rooms: int = 1000
-    max_tools_per_page: int = 1000
-    max_tools_per_room: int = 10_000
-    max_calls_per_page: int = 100
-    max_calls_per_room: int = 1000
-    max_description_chars: int = 8192
-    max_schema_bytes: int = 64 * 1024
-    max_schema_depth: int = 32
-    # Tool search: deferred tools listed once found or called, at most; the semantic tier's model.
-    max_activated: int = 20
-    search_model: str = ""  # a fastembed model name; empty: lexical search only
-    search_model_path: str = ""  # a local folder holding that model's files (nothing is fetched)
-    search_model_cache: str = ""  # where fastembed keeps models it fetches (its default when empty)
+    def page_left(self, session: PageSession) -> None:
+        """A page held here is gone for good."""
 
-    def page_token(self, room: str) -> str:
-        for pair in self.room_tokens.split(","):
-            name, _, token = pair.partition("=")
-            if name.strip() == room and token:
-                return token.strip()
-        return self.token
+    def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
+        pass
+
+    def room_activated(self, room: Room) -> None:
+        """A search or a call listed deferred tools of the room."""
 
 
 class Hub:
-    def __init__(self, config: HubConfig | None = None) -> None:
+    """Routes agents' calls to pages and carries them out; pages' presence is `pages`'s.
+
+    `link`: where pages and calls live (this process alone when None); `observers`: told what
+    happens (metrics, a shared link)."""
+
+    def __init__(self, config: HubConfig | None = None, *, link: HubLink | None = None,
+                 observers: Sequence[HubObserver] = ()) -> None:
         self.config = config = config or HubConfig()
         self.meta = MetaTools(MetaToolNames(config.search_tool_name, config.describe_tool_name,
                                             config.call_tool_name))
@@ -203,14 +172,15 @@ class Hub:
         self.semantic = BackgroundEmbedding(config.search_model, path=config.search_model_path,
                                             cache_dir=config.search_model_cache, on_loaded=self._embedder_loaded)
         self.calls = CallTable(timeout=self.config.call_timeout)
-        self.sessions: dict[str, PageSession] = {}
-        self._pages_by_room: dict[str, dict[str, PageSession]] = {}  # each call asks whether its room has a page
-        self.observers: list[HubObserver] = []
-        self.link: HubLink = LocalLink(self)  # shared mode replaces it before anything connects
+        self.pages = Pages(here=link.process_id if link is not None else LocalLink.process_id,
+                           grace=config.page_grace, max_rooms=config.max_rooms, room_needed=self.room,
+                           expired=self._expired, dropped=self._dropped)
+        self.link: HubLink = link if link is not None else LocalLink(self.calls, self.pages)
+        self.observers = tuple(observers)
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
         self._definition_limits = DefinitionLimits(
-            description_max_chars=config.max_description_chars,
+            max_description_chars=config.max_description_chars,
             schema=SchemaLimits(max_bytes=config.max_schema_bytes, max_depth=config.max_schema_depth))
 
     def room(self, name: str) -> Room:
@@ -220,13 +190,6 @@ class Hub:
             room = self.catalog.room(name)
             self.semantic.start()
         return room
-
-    def admit_page(self, room: str) -> Room:
-        """The room a page joins; `TooManyRooms` when `max_rooms` rooms already have pages. Rooms
-        that only agents asked for do not count: an agent cannot take a slot a page needs."""
-        if room not in self._pages_by_room and len(self._pages_by_room) >= self.config.max_rooms:
-            raise TooManyRooms(self.config.max_rooms)
-        return self.room(room)
 
     def _embedder_loaded(self, embedder: Embedder) -> None:
         self.catalog.use_embedder(embedder)
@@ -247,23 +210,23 @@ class Hub:
 
     def _free_if_unused(self, name: str) -> None:
         """A room with no page and no agent edge is forgotten, so rooms cannot pile up."""
-        if name not in self._held and not self.has_pages(name):
+        if name not in self._held and not self.pages.has_pages(name):
             self.catalog.forget(name)
 
+    # The page registry, as the edges and the dashboard read it (`pages` owns it).
+
+    @property
+    def sessions(self) -> Mapping[str, PageSession]:
+        return self.pages.by_id
+
     def session(self, session_id: str) -> PageSession | None:
-        return self.sessions.get(session_id)
+        return self.pages.get(session_id)
 
     def pages_in(self, room: str) -> list[PageSession]:
-        return list(self._pages_by_room.get(room, {}).values())
+        return self.pages.in_room(room)
 
     def has_pages(self, room: str) -> bool:
-        """Asked on every call: no list of the room's pages is built for it."""
-        return room in self._pages_by_room  # a room's entry goes with its last page
-
-    def add_session(self, session: PageSession) -> None:
-        """A page this bridge serves (in shared mode also one held by another process)."""
-        self.sessions[session.id] = session
-        self._pages_by_room.setdefault(session.room, {})[session.id] = session
+        return self.pages.has_pages(room)
 
     def waiting_call_ids(self, session: PageSession) -> set[str]:
         """The calls this page has been asked and not yet answered (by agents of any process)."""
@@ -286,12 +249,12 @@ class Hub:
         for room in self.catalog.rooms():
             listing = room.listing()
             pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
-                      "here": s.holder == self.link.process_id,
+                      "here": s.holder == self.pages.here,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys,
                                  # what the dashboard's filter reads; cut, as the state is polled
                                  "description": t.definition.description[:200]}
                                 for t in room.tools_of(s.id)]}
-                     for s in self.pages_in(room.name)]
+                     for s in self.pages.in_room(room.name)]
             rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),
                           "deferred": listing.deferred, "pages": pages})
         return {"rooms": rooms, "calls": [c.summary(now) for c in self.calls.in_flight()],
@@ -302,104 +265,54 @@ class Hub:
     def hello(self, msg: Hello) -> tuple[PageSession, bool]:
         """Open or resume a page's session; the caller then owns connection number `session.connection`."""
         if not ROOM_NAME.fullmatch(msg.room):
-            raise ProtocolError("bad_room", "A room name is 1 to 64 letters, digits, '_' or '-'.", reply_to=msg.id)
+            raise ProtocolError("bad_room", f"A room name is {ROOM_NAME_RULE}.", reply_to=msg.id)
         token = self.config.page_token(msg.room)
         if token and not secrets.compare_digest((msg.token or "").encode(), token.encode()):
             problem = "is not the one it needs" if msg.token else "is missing: send it in agui.hello"
             raise ProtocolError("unauthorized", f"Room {msg.room!r} needs a page token, and the one given {problem}.",
                                 reply_to=msg.id)
         try:
-            self.admit_page(msg.room)
+            self.pages.admit(msg.room)
         except TooManyRooms as exc:
             raise ProtocolError("too_many_rooms", str(exc), reply_to=msg.id) from None
-        known = self.sessions.get(msg.session_id or "")
-        resumed = known is not None and known.room == msg.room
-        if known is not None and resumed:
-            session = known
-        else:
-            session = PageSession(msg.room, msg.page)
-            self.add_session(session)
-            log.info("page %s joined room %s (%s)", session.id[:6], session.room, msg.page.url or "no url")
-        self.stop_expiry(session)
-        session.connection += 1
-        session.connected = True
-        session.holder = self.link.process_id
-        self.link.held(session)
+        session, resumed = self.pages.hello(msg.room, msg.page, msg.session_id)
+        for observer in self.observers:
+            observer.page_held(session)
         return session, resumed
 
     def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> None:
         """A page's WebSocket closed: drop it now if it meant to leave, else after the grace period."""
-        if session.connection != connection or session.closed:
-            return  # a newer socket took over this session
-        if session.holder != self.link.process_id:
-            return  # it came back on another process meanwhile
-        session.connected = False
-        if deliberate:
-            self.drop(session)
-        else:
-            self.expect_back(session)
-            self.link.away(session)
+        if self.pages.disconnected(session, connection, deliberate=deliberate) and not deliberate:
+            for observer in self.observers:
+                observer.page_away(session)
 
     async def events(self, session: PageSession, last_event_id: int | None, idle: float | None = None
                      ) -> AsyncIterator[PageEvent | None]:
-        """A page's event stream. A page whose stream is gone cannot be asked anything, even with its
-        WebSocket open: unless a stream comes back within the grace period, the page is dropped."""
-        if session.connected:
-            self.stop_expiry(session)
-        if last_event_id is not None or session.streamed:
+        """A page's event stream (see `Pages.stream_closed` for when it ends)."""
+        if self.pages.stream_opened(session, last_event_id):
             for observer in self.observers:
                 observer.stream_resumed(session.room)
-        session.streamed = True
         await self.link.streaming(session, last_event_id)
         try:
             async for event in session.stream(last_event_id, idle):
                 yield event
         finally:
-            if not session.streaming and not session.closed:
-                self.expect_back(session)
-
-    def expect_back(self, session: PageSession, seconds: float | None = None) -> None:
-        """Drop the page unless it comes back within `seconds` (the grace period); a clock already
-        running is kept, unless `seconds` says otherwise."""
-        if session.expiry is not None and seconds is None:
-            return
-        self.stop_expiry(session)
-        session.expiry = asyncio.get_running_loop().call_later(
-            self.config.page_grace if seconds is None else seconds, self._expire, session)
-
-    def allow_absence(self, session: PageSession, seconds: float) -> None:
-        """Give a page that is away `seconds`, instead of the grace period, to come back: an AG-UI
-        thread paused on an interrupt comes back when its user has answered."""
-        if not (session.closed or session.connected):
-            self.expect_back(session, seconds)
-
-    def _expire(self, session: PageSession) -> None:
-        session.expiry = None
-        if not (session.connected and session.streaming):
-            log.info("page %s did not come back in time", session.id[:6])
-            self.link.expired(session)  # in shared mode it may have come back on another process
-
-    @staticmethod
-    def stop_expiry(session: PageSession) -> None:
-        """The page is back (or the bridge is stopping): the clock started when it went away stops."""
-        if session.expiry is not None:
-            session.expiry.cancel()
-            session.expiry = None
+            self.pages.stream_closed(session)
 
     def drop(self, session: PageSession) -> None:
         """The page is gone: its tools leave the catalog and its calls fail now."""
-        if self.sessions.pop(session.id, None) is None:
-            return
-        in_room = self._pages_by_room[session.room]
-        del in_room[session.id]
-        if not in_room:
-            del self._pages_by_room[session.room]
-        session.close()
+        self.pages.drop(session)
+
+    def _expired(self, session: PageSession) -> None:
+        self.link.expired(session)
+
+    def _dropped(self, session: PageSession, held_here: bool) -> None:
         self.room(session.room).unregister(session.id)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
-        if session.holder == self.link.process_id:
-            self.link.left(session)
+        if held_here:
+            for observer in self.observers:
+                observer.page_left(session)
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
 
@@ -408,12 +321,10 @@ class Hub:
         and every page is told (a cancel for each of its calls) and its event stream ends."""
         for call in self.calls.in_flight():
             if self.calls.settle(call.call_id, Outcome.failure("shutdown", SHUTTING_DOWN)):
-                session = self.sessions.get(call.session_id)
+                session = self.pages.get(call.session_id)
                 if session is not None:
                     self.link.push(session, messages.tool_cancel(call.call_id, "shutdown"))
-        for session in self.sessions.values():
-            self.stop_expiry(session)
-            session.close()
+        self.pages.close_all()
         self.semantic.close()
 
     async def handle(self, session: PageSession, msg: Any) -> list[dict[str, Any]]:
@@ -423,7 +334,8 @@ class Hub:
         if isinstance(msg, UnregisterTools):
             removed = self.room(session.room).unregister(session.id, msg.tools)
             if removed:
-                self.link.tools_changed(session, [], removed)
+                for observer in self.observers:
+                    observer.tools_changed(session, [], removed)
             replies = [messages.tools_unregistered([t.page_name for t in removed], msg.id)]
             unknown = sorted(set(msg.tools) - {t.page_name for t in removed})
             if unknown:
@@ -468,7 +380,8 @@ class Hub:
             await asyncio.sleep(0)
         self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded
         if tools:
-            self.link.tools_changed(session, tools, [])
+            for observer in self.observers:
+                observer.tools_changed(session, tools, [])
         return [messages.tools_registered([(t.page_name, t.key) for t in tools], msg.id),
                 *(ProtocolError("invalid_tool", f"Tool {name!r} was not registered: {problem}",
                                 tool=name if isinstance(name, str) else None, reply_to=msg.id).to_message()
@@ -507,7 +420,8 @@ class Hub:
         activated = target.activated
         route = await self.meta.route(target, name, arguments, no_page)
         if target.activated != activated:  # a search or call listed a deferred tool: other processes too
-            self.link.activated(target)
+            for observer in self.observers:
+                observer.room_activated(target)
         if name == self.meta.names.search:
             for observer in self.observers:
                 observer.searched(room, time.monotonic() - started)
@@ -547,7 +461,7 @@ class Hub:
         with "input_unsupported", and the page is told (agui.tool.cancel)."""
         started = time.monotonic()
         asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
-        session = self.sessions.get(tool.session_id)
+        session = self.pages.get(tool.session_id)
         room = session.room if session else ""
         for observer in self.observers:
             observer.call_started(room)
@@ -597,13 +511,13 @@ class Hub:
         """A closed tab keeps its tools for the grace period (a reload comes back): meanwhile a call
         for one goes to a connected page of the room offering the same tool, when there is one. The
         names agents see stay as they are."""
-        session = self.sessions.get(tool.session_id)
+        session = self.pages.get(tool.session_id)
         if session is None or session.connected and session.streaming:
             return tool  # every call asks: the common case costs one lookup
         room = self.catalog.get(session.room)
         if room is None:
             return tool
-        for other in self._pages_by_room.get(session.room, {}).values():
+        for other in self.pages.in_room(session.room):
             if other is not session and other.connected and other.streaming:
                 offered = room.offered_by(other.id, tool.page_name)
                 if offered is not None and offered.definition == tool.definition:
@@ -625,7 +539,7 @@ class Hub:
         call = self.calls.get(call_id)
         if call is None or not self.calls.settle(call_id, Outcome.failure("cancelled", OPERATOR_CANCELLED)):
             return False
-        session = self.sessions.get(call.session_id)
+        session = self.pages.get(call.session_id)
         if session is not None:
             self.link.push(session, messages.tool_cancel(call_id, "cancelled by an operator"))
         return True
@@ -648,12 +562,6 @@ def _not_json(arguments: dict[str, Any]) -> str | None:
     except ValueError:
         return "(arguments): a number is NaN or infinite, which JSON cannot carry to the page"
     return None
-
-
-class TooManyRooms(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"The bridge serves at most {limit} rooms at once and all are in use; try again when a "
-                         "room has emptied, or start it with a higher --max-rooms.")
 
 
 def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -> ProtocolError:

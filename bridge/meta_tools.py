@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.catalog import Room, Tool
+from bridge.defaults import DEFAULTS
 from bridge.results import error_result
 
 SEARCH_LIMIT_MAX = 20
@@ -30,9 +31,9 @@ TIER_TEXT = {"lexical": "lexical search: by words", "hybrid": "hybrid search: by
 
 @dataclass(frozen=True)
 class MetaToolNames:
-    search: str = "tool_search"
-    describe: str = "tool_describe"
-    call: str = "call_tool"
+    search: str = DEFAULTS.search_tool_name
+    describe: str = DEFAULTS.describe_tool_name
+    call: str = DEFAULTS.call_tool_name
 
     def __iter__(self):
         return iter((self.search, self.describe, self.call))

@@ -6,7 +6,8 @@ Each `Bridge` has its own registry, so two bridges in one process never mix thei
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -14,15 +15,18 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.hub import Hub
+from bridge.hub import HubObserver
 
 # Calls wait for people: seconds to minutes, not milliseconds only.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
-class BridgeMetrics(Collector):
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
+class BridgeMetrics(Collector, HubObserver):
+    """Counts what the hub tells it (pass it among the hub's observers); reads `state()` (the
+    hub's dashboard state) when scraped."""
+
+    def __init__(self, state: Callable[[], dict[str, Any]]) -> None:
+        self.state = state
         self.registry = CollectorRegistry()
         self.calls_started = Counter("agui_bridge_calls_started", "Tool calls agents started", ["room"],
                                      registry=self.registry)
@@ -35,7 +39,6 @@ class BridgeMetrics(Collector):
         self.resumes = Counter("agui_bridge_event_stream_reconnects", "Page event streams opened again",
                                ["room"], registry=self.registry)
         self.registry.register(self)
-        hub.observers.append(self)
 
     # --- what happens (HubObserver) ----------------------------------------------------------
 
@@ -55,7 +58,7 @@ class BridgeMetrics(Collector):
     # --- what is (read when scraped) ---------------------------------------------------------
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        state = self.hub.state()
+        state = self.state()
         pages = GaugeMetricFamily("agui_bridge_pages_connected", "Pages connected to this process",
                                   labels=["room"])
         tools = GaugeMetricFamily("agui_bridge_tools", "Tools in a room, listed or deferred",

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from bridge.access import FailedAttempts, client_address, origin_pattern
+from bridge.access import FailedAttempts, PageOrigins, client_address
 from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
@@ -36,33 +36,16 @@ TOKEN_REFUSALS = ("unauthorized", "too_many_attempts")
 
 
 class PageEndpoints:
-    def __init__(self, hub: Hub, settings: Settings, attempts: FailedAttempts) -> None:
+    def __init__(self, hub: Hub, settings: Settings, origins: PageOrigins, attempts: FailedAttempts) -> None:
         self.hub = hub
         self.settings = settings
+        self.origins = origins
         self.attempts = attempts
-        self.allowed_origin = origin_pattern(self.settings.allowed_origins)
         self._sockets: dict[str, WebSocket] = {}
-        self._refused_origins: set[str] = set()
-
-    def origin_refusal(self, origin: str | None) -> str | None:
-        """Why a browser page from `origin` may not connect (logged once an origin), or None.
-
-        Browsers always send Origin; other clients (agents' tooling, tests) may not.
-        """
-        if origin is None or self.allowed_origin.fullmatch(origin) is not None:
-            return None
-        # The --allowed-origins value that would admit it too (file:// pages send "null").
-        admitting = ",".join(p for p in (self.settings.allowed_origins, origin) if p)
-        if origin not in self._refused_origins and len(self._refused_origins) < 100:
-            self._refused_origins.add(origin)
-            log.warning("refused a page from origin %s; to admit it, start the bridge with --allowed-origins %s",
-                        origin, admitting)
-        return (f"This page's origin, {origin}, may not connect to the bridge. To admit it, start the bridge with "
-                f"--allowed-origins '{admitting}' (embedded: Settings(allowed_origins={admitting!r})).")
 
     async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()
-        refusal = self.origin_refusal(ws.headers.get("origin"))
+        refusal = self.origins.refusal(ws.headers.get("origin"))
         if refusal is not None:
             await self._send(ws, ProtocolError("forbidden_origin", refusal).to_message())
             await ws.close(CLOSE_POLICY)
@@ -161,7 +144,7 @@ class PageEndpoints:
             log.debug("page socket closed before a reply could be sent")
 
     async def events(self, request: Request):
-        refusal = self.origin_refusal(request.headers.get("origin"))
+        refusal = self.origins.refusal(request.headers.get("origin"))
         if refusal is not None:
             return JSONResponse(ProtocolError("forbidden_origin", refusal).to_message(), 403)
         session = self.hub.session(request.query_params.get("session", ""))

@@ -26,16 +26,17 @@ from typing import Any, cast
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from bridge.calls import Outcome
-from bridge.catalog import Room, Tool
-from bridge.hub import Hub, LinkDown, TooManyRooms
 from bridge import messages
-from bridge.messages import PageInfo, ProtocolError, ToolDefinition
-from bridge.sessions import PageEvent, PageSession
+from bridge.calls import CallTable, Outcome
+from bridge.catalog import Catalog, Room, Tool
+from bridge.hub import HubObserver, LinkDown
+from bridge.messages import ProtocolError, ToolDefinition
+from bridge.pages import Pages
+from bridge.search import ToolIndex
+from bridge.sessions import OTHER_EVENTS_KEPT, PageEvent, PageSession
 
 log = logging.getLogger("bridge.redis")
 
-OTHER_EVENTS_KEPT = 1000  # cancels kept per page for resumes, as in one process
 BACKOFF_MAX = 1.0  # a Redis that is back serves calls within about this long
 REDIS_CONNECTIONS = 32
 UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages and calls through; "
@@ -116,11 +117,22 @@ return 1
 """
 
 
-class RedisLink:
-    """The hub's link to the other processes (see `bridge.hub.HubLink`)."""
+class RedisLink(HubObserver):
+    """The hub's link to the other processes (see `bridge.hub.HubLink`); as one of the hub's
+    observers it tells them of this process's pages and tools.
 
-    def __init__(self, hub: Hub, url: str, *, heartbeat: float = 1.0, prefix: str = "agui:") -> None:
-        self.hub = hub
+    The hub is built with this link; the composer then gives the link the hub's parts it
+    works on (`attach`), before anything connects."""
+
+    calls: CallTable
+    catalog: Catalog
+    pages: Pages
+    _embed_later: Callable[[ToolIndex], None]
+
+    def __init__(self, url: str, *, page_grace: float, call_timeout: float, heartbeat: float = 1.0,
+                 prefix: str = "agui:") -> None:
+        self.page_grace = page_grace
+        self.call_timeout = call_timeout
         self.process_id = secrets.token_hex(8)
         self.heartbeat = heartbeat
         self.prefix = prefix
@@ -144,7 +156,12 @@ class RedisLink:
         self.up = False
         self._live = False  # the current pubsub is subscribed: an event stream opening follows its page on it
         self._tried = asyncio.Event()  # the first attempt to connect and load the catalog ended
-        hub.link = self
+
+    def attach(self, *, calls: CallTable, catalog: Catalog, pages: Pages,
+               embed_later: Callable[[ToolIndex], None]) -> None:
+        """The hub's call table, catalog and pages, which other processes' news updates, and how a
+        room's tools are queued for embedding."""
+        self.calls, self.catalog, self.pages, self._embed_later = calls, catalog, pages, embed_later
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -176,11 +193,11 @@ class RedisLink:
     @property
     def _ttl_ms(self) -> int:
         """How long a page's keys outlive their holder's last heartbeat."""
-        return int((self.hub.config.page_grace + 3 * self.heartbeat) * 1000)
+        return int((self.page_grace + 3 * self.heartbeat) * 1000)
 
     @property
     def _call_ttl_ms(self) -> int:
-        return int((self.hub.config.call_timeout + self.hub.config.page_grace + 3 * self.heartbeat) * 1000)
+        return int((self.call_timeout + self.page_grace + 3 * self.heartbeat) * 1000)
 
     # --- life ------------------------------------------------------------------------------
 
@@ -301,8 +318,8 @@ class RedisLink:
     def _lost(self) -> None:
         """No answer can reach this process without Redis: its agents' calls end now, with the reason,
         rather than at their timeout."""
-        for call in self.hub.calls.in_flight():
-            self.hub.calls.settle(call.call_id, Outcome.failure("unavailable", UNAVAILABLE))
+        for call in self.calls.in_flight():
+            self.calls.settle(call.call_id, Outcome.failure("unavailable", UNAVAILABLE))
 
     async def _beat(self) -> None:
         """Say this process lives, keep its pages' keys, and notice processes that stopped."""
@@ -315,7 +332,7 @@ class RedisLink:
             await asyncio.sleep(self.heartbeat)
 
     async def _beat_once(self) -> None:
-        held = self._held()
+        held = self.pages.held_here()
         if self._unsettled:
             await self._tell_ended()
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -324,16 +341,14 @@ class RedisLink:
                 pipe.pexpire(self._page(session.id), self._ttl_ms)
                 pipe.pexpire(self._page(session.id, ":tools"), self._ttl_ms)
             await pipe.execute()
-        mirrors = self._mirrors()
+        mirrors = self.pages.held_elsewhere()
         asked = self._asked_here()
         living = await self._alive({s.holder for s in mirrors if s.holder} | {owner for _, owner in asked.values()})
         for session in mirrors:
-            if session.holder not in living and session.expiry is None:
-                # Its process stopped: the page has the grace period to come back on another one.
+            # Its process stopped: the page has the grace period to come back on another one.
+            if session.holder not in living and self.pages.unaccounted(session):
                 log.info("page %s: its process %s stopped; waiting for it to come back", session.id[:6],
                          session.holder)
-                session.connected = False
-                self.hub.expect_back(session)
         for call_id, (sid, owner) in asked.items():
             if owner not in living:
                 await self._cancel_orphan(sid, call_id, owner)
@@ -350,7 +365,7 @@ class RedisLink:
         another process; owners of calls that ended are forgotten."""
         asked = {}
         for sid in self._streamed:
-            session = self.hub.session(sid)
+            session = self.pages.get(sid)
             for call_id in session.pending_calls if session is not None else ():
                 owner = self._owners.get(call_id)
                 if owner is not None:
@@ -367,13 +382,6 @@ class RedisLink:
             log.info("call %s: cancelled at page %s, its agent's process %s stopped", call_id, sid[:6], owner)
         return bool(cancelled)
 
-    def _held(self) -> list[PageSession]:
-        return [s for s in self.hub.sessions.values() if s.holder == self.process_id]
-
-    def _mirrors(self) -> list[PageSession]:
-        """The pages other processes hold."""
-        return [s for s in self.hub.sessions.values() if s.holder not in (None, self.process_id)]
-
     async def _sync(self) -> None:
         """After (re)connecting: write this process's pages as they are here, load everyone else's,
         give the event streams served here what they missed, and tell pages of the calls that ended
@@ -381,9 +389,9 @@ class RedisLink:
         # Alive before any page of this process is seen, or others would take it for a stopped one's.
         await self.redis.set(self._proc(self.process_id), "1", px=self._beat_ttl_ms)
         now = time.time()
-        for session in self._held():
+        for session in self.pages.held_here():
             await self._write_page(session, now)
-            await self._write_tools(session, self.hub.room(session.room).tools_of(session.id), [], full=True)
+            await self._write_tools(session, self.catalog.room(session.room).tools_of(session.id), [], full=True)
         sids = cast(list[str], await self.redis.zrange(self.prefix + "pages", 0, -1))
         async with self.redis.pipeline(transaction=False) as pipe:
             for sid in sids:
@@ -402,14 +410,13 @@ class RedisLink:
             if mirror is not None:
                 entries = sorted((json.loads(t) for t in tools.values()), key=lambda t: t["seq"])
                 self._mirror_tools(mirror, entries, [], full=True)
-        for session in self._mirrors():
-            if session.id not in known and session.expiry is None:
+        for session in self.pages.held_elsewhere():
+            if session.id not in known:
                 # Not in Redis (it lost its data, or the page left meanwhile): its holder writes it back
                 # soon if it lives; if not, it goes after the grace period.
-                session.connected = False
-                self.hub.expect_back(session)
+                self.pages.unaccounted(session)
         for sid in list(self._streamed):
-            streamed = self.hub.session(sid)
+            streamed = self.pages.get(sid)
             if streamed is not None and streamed.streaming:
                 await self._backlog(streamed, None)
         await self._tell_ended()
@@ -418,7 +425,7 @@ class RedisLink:
         """Cancel, to their pages, the calls that ended here while Redis was away (a page not yet
         written back by its process is tried again at the next heartbeat)."""
         for call_id, sid in list(self._unsettled.items()):
-            if self.hub.session(sid) is None:  # the page is gone: nothing to tell
+            if self.pages.get(sid) is None:  # the page is gone: nothing to tell
                 del self._unsettled[call_id]
                 self._asked.discard(call_id)
             elif await self._push_to(sid, messages.tool_cancel(call_id, "the bridge lost its connection to Redis")):
@@ -435,7 +442,7 @@ class RedisLink:
         elif channel == self._proc(self.process_id):
             self._on_reply(message)
         else:
-            session = self.hub.session(channel.removeprefix(self.prefix + "events:"))
+            session = self.pages.get(channel.removeprefix(self.prefix + "events:"))
             if session is None:
                 return
             if "settled" in message:
@@ -456,18 +463,18 @@ class RedisLink:
         if op == "held":
             self._mirror(sid, message["room"], message["page"], message["pid"], True)
         elif op == "activate":
-            room = self.hub.catalog.get(message["room"])
+            room = self.catalog.get(message["room"])
             if room is not None:
                 room.activate(message["keys"])
             return
-        session = self.hub.session(sid)
+        session = self.pages.get(sid)
         if session is None or session.holder == self.process_id:
             return
         if op == "away":
-            session.connected = False
+            self.pages.away(session)
         elif op == "left":
             self._unsubscribe(sid)
-            self.hub.drop(session)
+            self.pages.drop(session)
         elif op == "tools":
             self._mirror_tools(session, message["tools"], message["removed"], full=message["full"])
 
@@ -475,26 +482,11 @@ class RedisLink:
         return self._mirror(sid, record["room"], record["page"], record["holder"], record.get("connected") == "1")
 
     def _mirror(self, sid: str, room: str, page: str, holder: str, connected: bool) -> PageSession | None:
-        """The local copy of a page another process holds, made or brought up to date."""
-        session = self.hub.session(sid)
-        if session is None:
-            try:
-                self.hub.admit_page(room)
-            except TooManyRooms:
-                log.warning("page %s of room %s is not served here: too many rooms", sid[:6], room)
-                return None
-            session = PageSession(room, PageInfo.model_validate_json(page), sid)
-            self.hub.add_session(session)
-        elif session.holder == self.process_id:
-            # The page came back on another process: what this one streamed for it ends.
-            session.supersede()
-        session.holder, session.connected = holder, connected
-        self.hub.stop_expiry(session)
-        return session
+        return self.pages.mirror(sid, room, page, holder, connected)
 
     def _mirror_tools(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *,
                       full: bool) -> None:
-        room = self.hub.room(session.room)
+        room = self.catalog.room(session.room)
         if full:
             removed = [t.page_name for t in room.tools_of(session.id)
                        if t.page_name not in {e["definition"]["name"] for e in tools}]
@@ -504,19 +496,19 @@ class RedisLink:
             room.register(session.id, session.page.title, [ToolDefinition.model_validate(t["definition"])
                                                            for t in tools],
                           session.label, keys=[t["key"] for t in tools])
-            self.hub.semantic.embed_later(room.index)
+            self._embed_later(room.index)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         call_id = message["call_id"]
         if "outcome" in message:
             self._asked.discard(call_id)  # the answer ended it in Redis too
-            self.hub.calls.settle(call_id, Outcome(**message["outcome"]))
+            self.calls.settle(call_id, Outcome(**message["outcome"]))
         else:
-            self.hub.calls.report(call_id, message["note"])
+            self.calls.report(call_id, message["note"])
 
-    # --- what this process says (HubLink) --------------------------------------------------
+    # --- what this process says (HubObserver, HubLink) -------------------------------------
 
-    def held(self, session: PageSession) -> None:
+    def page_held(self, session: PageSession) -> None:
         self._queue(lambda: self._write_page(session, time.time()))
 
     async def _write_page(self, session: PageSession, joined: float) -> None:
@@ -531,7 +523,7 @@ class RedisLink:
                                                     "room": session.room, "page": page}))
             await pipe.execute()
 
-    def away(self, session: PageSession) -> None:
+    def page_away(self, session: PageSession) -> None:
         async def write() -> None:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.hset(self._page(session.id), "connected", "0")
@@ -539,7 +531,7 @@ class RedisLink:
                 await pipe.execute()
         self._queue(write)
 
-    def left(self, session: PageSession) -> None:
+    def page_left(self, session: PageSession) -> None:
         self._unsubscribe(session.id)
 
         async def write() -> None:
@@ -554,11 +546,11 @@ class RedisLink:
             try:
                 gone = await self._forget_page(session.id)
             except RedisError:
-                self.hub.expect_back(session, self.heartbeat)  # ask again once Redis answers
+                self.pages.expect_back(session, self.heartbeat)  # ask again once Redis answers
                 raise
             if gone:
-                holder, session.holder = session.holder, self.process_id  # this process drops it for all
-                self.hub.drop(session)
+                holder = session.holder
+                self.pages.drop(session, for_all=True)
                 if holder != self.process_id:
                     log.info("page %s did not come back after its process stopped", session.id[:6])
             else:
@@ -595,7 +587,7 @@ class RedisLink:
                                                     "full": full}))
             await pipe.execute()
 
-    def activated(self, room: Room) -> None:
+    def room_activated(self, room: Room) -> None:
         message = json.dumps({"op": "activate", "pid": self.process_id, "room": room.name, "keys": room.activated})
         self._queue(lambda: self.redis.publish(self._catalog, message))
 

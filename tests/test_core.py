@@ -467,8 +467,8 @@ def test_core_imports_neither_starlette_nor_mcp():
     import subprocess
     import sys
 
-    core = "bridge.catalog, bridge.calls, bridge.results, bridge.sessions, bridge.hub, bridge.messages, " \
-           "bridge.search, bridge.meta_tools, bridge.config"
+    core = "bridge.catalog, bridge.calls, bridge.results, bridge.sessions, bridge.pages, bridge.hub, " \
+           "bridge.messages, bridge.search, bridge.meta_tools, bridge.defaults, bridge.config"
     code = (f"import sys, {core}\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'starlette', 'uvicorn', "
             "'sse_starlette', 'websockets'}))")
