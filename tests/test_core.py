@@ -463,6 +463,16 @@ def test_settings_from_flags_and_environment(monkeypatch):
     assert settings.host == "127.0.0.1" and settings.search_tool_name == "tool_search"
 
 
+def test_settings_do_not_import_the_hub():
+    """The settings and the hub read the core's defaults from one place; neither builds on the other."""
+    import subprocess
+    import sys
+
+    code = "import sys, bridge.config\nprint(sorted({'bridge.hub', 'bridge.pages'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_core_imports_neither_starlette_nor_mcp():
     import subprocess
     import sys
