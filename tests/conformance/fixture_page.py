@@ -120,6 +120,7 @@ class Invocation:
     def __init__(self, page: Page, event: dict[str, Any], page_state: dict[str, Any]) -> None:
         self.page = page
         self.page_state = page_state  # what the page keeps across calls
+        self.sent = 0
         self.call_id: str = event["call_id"]
         self.tool: str = event["tool"]
         self.params: dict[str, Any] = event.get("params") or {}
@@ -129,7 +130,9 @@ class Invocation:
         self.cancelled = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self.page.send({**message, "call_id": self.call_id})
+        # The id comes back as `reply_to` on a refusal, which FixturePage turns into the call's error.
+        self.sent += 1
+        await self.page.send({**message, "call_id": self.call_id, "id": f"{self.call_id} {self.sent}"})
 
     async def answer(self, result: Any) -> None:
         await self.send({"type": "agui.tool.return", "result": result})
@@ -450,21 +453,25 @@ class FixturePage:
 
     def __init__(self, page: Page) -> None:
         self.page = page
-        self.running: dict[str, Invocation] = {}
+        self.calls: dict[str, Invocation] = {}  # every invocation, by call_id (a test run makes a few hundred)
         self.state: dict[str, Any] = {}
-        self.failures: list[str] = []  # handler crashes, to report rather than hang a scenario
+        self.failures: list[str] = []  # handler crashes (fixture bugs), to report rather than hang a scenario
+        self.refused: list[str] = []  # fixture tools the bridge would not register
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        reply = await self.page.register(*TOOLS)
-        names = {entry["tool"]: entry["name"] for entry in reply["tools"]}
-        renamed = {tool: name for tool, name in names.items() if tool != name}
-        assert len(names) == len(TOOLS) and not renamed, (names, renamed)
-        self._serving = asyncio.create_task(self._serve())
+        await self.page.send({"type": "agui.tools.register", "tools": TOOLS})
+        reply = await self.page.reply()
+        while reply["type"] == "agui.error":  # a tool the bridge refuses: the rest are registered
+            self.refused.append(f"{reply.get('tool')}: {reply.get('message')}")
+            reply = await self.page.reply()
+        assert reply["type"] == "agui.tools.registered", reply
+        renamed = {entry["tool"]: entry["name"] for entry in reply["tools"] if entry["tool"] != entry["name"]}
+        assert not renamed, f"the bridge renamed fixture tools: {renamed}"
+        self._serving = [asyncio.create_task(self._serve()), asyncio.create_task(self._read_replies())]
 
     async def stop(self) -> None:
-        self._serving.cancel()
-        for task in list(self._tasks):
+        for task in [*self._serving, *self._tasks]:
             task.cancel()
 
     async def _serve(self) -> None:
@@ -472,12 +479,23 @@ class FixturePage:
             event = await self.page.events.get()
             if event["type"] == "agui.tool.invoke":
                 call = Invocation(self.page, event, self.state)
-                self.running[call.call_id] = call
+                self.calls[call.call_id] = call
                 task = asyncio.create_task(self._run(call))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-            elif event["type"] == "agui.tool.cancel" and event["call_id"] in self.running:
-                self.running[event["call_id"]].cancelled.set()
+            elif event["type"] == "agui.tool.cancel" and event["call_id"] in self.calls:
+                self.calls[event["call_id"]].cancelled.set()
+
+    async def _read_replies(self) -> None:
+        """A message of a call the bridge refuses (a bridge without that message type, say) ends the
+        call with the refusal as its error, so the suite reports it rather than waiting for a timeout."""
+        while True:
+            reply = await self.page.replies.get()
+            if reply["type"] != "agui.error" or not isinstance(reply.get("reply_to"), str):
+                continue
+            call = self.calls.get(reply["reply_to"].split(" ")[0])
+            if call is not None and reply.get("code") != "unknown_call":
+                await call.fail(f"The bridge refused the page's message: {reply.get('code')}: {reply.get('message')}")
 
     async def _run(self, call: Invocation) -> None:
         try:
@@ -485,5 +503,3 @@ class FixturePage:
         except Exception as exc:  # a fixture bug: say so in the call's answer and in the report
             self.failures.append(f"{call.tool}: {exc!r}")
             await call.fail(f"fixture page error: {exc!r}")
-        finally:
-            self.running.pop(call.call_id, None)
