@@ -27,8 +27,8 @@ import numpy as np
 
 from bridge.bm25 import B, K1, LiveBM25
 from bridge.semantic import Embedder, EmbeddingJob
-from bridge.tokenizer import (MIN_STEM, compact, distinct_trigrams, letter_trigrams, letters_and_digits, query_terms,
-                              stem, tokenize, words)
+from bridge.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
+                              letters_and_digits, query_terms, stem, terms, tokenize, words)
 from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
 from bridge.vectors import ToolVectors
 
@@ -215,7 +215,8 @@ class ToolIndex:
             kept = best_first[:self._cut([score for _, score in best_first])]
             scores = self._demote_duplicates(self._rerank(query_terms, dict(kept)))
         else:
-            scores = self._name_substring_scores(query) or self._common_word_scores(query_terms)
+            scores = (self._name_substring_scores(query) or self._asking_word_scores(query, query_terms, limit)
+                      or self._common_word_scores(query_terms))
         tier = "lexical"
         if query_vector is not None and self.query_embedder(query) is not None:
             assert self._vectors is not None
@@ -417,10 +418,18 @@ class ToolIndex:
                 scores[slot] += 1
         return {slot: float(count) for slot, count in scores.items()}
 
+    def _asking_word_scores(self, query: str, query_terms: list[str], limit: int) -> dict[int, float]:
+        """Next fallback, when the query's other words match nothing: its words of asking
+        count too ("make a bill for a client" still finds the tool that makes one "for a
+        customer"), as BM25 scores them."""
+        every = terms(query)
+        return self._best(self._bm25_totals(every), max(limit, RERANK_DEPTH)) if every != query_terms else {}
+
     def _name_substring_scores(self, query: str) -> dict[int, float]:
         """Fallback when no word term scores: tools whose name contains a word of the
-        query, scored by the share of the name those words cover ("calc" -> calculator)."""
-        needles = {word.lower() for word in letters_and_digits(query) if len(word) >= MIN_STEM}
+        query, scored by the share of the name those words cover ("calc" -> calculator).
+        Words of asking are not looked for ("for" is in "format" and "platform")."""
+        needles = {word.lower() for word in letters_and_digits(query) if len(word) >= MIN_STEM} - QUERY_STOP_WORDS
         if not needles:
             return {}
         if self._joined_names is None:

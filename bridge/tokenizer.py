@@ -2,7 +2,7 @@
 
 `split_words` cuts text into lower-case words (on separators, camelCase and acronyms),
 `stem` folds plural and verb endings, `terms` gives the BM25 terms of a text (each word's
-stem, and its 4-letter truncation for words of four letters or more). `words` and `terms`
+stem, and its 4-letter truncation: "fina*"; a shorter word is its own, "pdf*"). `words` and `terms`
 cut at white space first and memoise each piece, which is what keeps indexing cheap.
 
 Chinese, Japanese, Korean and Thai are written without spaces between words (Korean puts
@@ -60,8 +60,11 @@ _IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
 _THAI_CLUSTER = re.compile("[\u0e40-\u0e44]*[^\u0e31\u0e34-\u0e3a\u0e47-\u0e4e][\u0e31\u0e34-\u0e3a\u0e47-\u0e4e]*|.")
 MIN_STEM = 3
 _VOWEL = re.compile(r"[aeiouy]")
-# Besides its stem, each word of four letters or more is indexed by its first four letters,
-# marked "*": "financial" and "finance" meet at "fina*", which no suffix rule joins.
+# Besides its stem, each word is indexed by its first four letters, marked "*": "financial"
+# and "finance" meet at "fina*", which no suffix rule joins. A shorter word is its own
+# truncation ("pdf*", "bar*"), so it counts as much as a longer word does with its two terms:
+# else "bar" in "draw a bar chart" weighs half of "draw", and "map", "pdf", "sql", "csv" or
+# "git" half of any word of four letters.
 _TRUNCATE = 4
 
 
@@ -138,12 +141,10 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def word_terms(word: str) -> tuple[str, ...]:
-    """The BM25 terms of one lower-case word: its stem, and its truncation if it has one;
-    for a run of Han, kana, Hangul or Thai, its character n-grams (see _spaceless_terms)."""
+    """The BM25 terms of one lower-case word: its stem and its truncation; for a run of Han,
+    kana, Hangul or Thai, its character n-grams (see _spaceless_terms)."""
     if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (Thai and CJK are from U+0E01 on)
         return found
-    if len(word) < _TRUNCATE:
-        return (stem(word),)
     return (stem(word), word[:_TRUNCATE] + "*")
 
 
@@ -230,7 +231,7 @@ def words(text: str) -> list[str]:
 
 
 def terms(text: str) -> list[str]:
-    """The BM25 terms of `text`: each word's stem, then its truncation if it has one."""
+    """The BM25 terms of `text`: each word's stem, then its truncation."""
     return list(chain.from_iterable(map(_TERMS_IN.__getitem__, text.split())))
 
 

@@ -132,7 +132,7 @@ def test_a_han_run_is_one_word_and_its_terms_are_bigrams_and_characters() -> Non
 
 def test_latin_words_in_cjk_text_keep_the_english_treatment() -> None:
     assert split_words("用GitHub创建issue") == ["用", "git", "hub", "创建", "issue"]
-    assert terms("用 GitHub 创建 issues") == ["用", "git", "hub", "创建", "创", "建", "issu", "issu*"]
+    assert terms("用 GitHub 创建 issues") == ["用", "git", "git*", "hub", "hub*", "创建", "创", "建", "issu", "issu*"]
     assert split_words("HTTPServer确认") == ["http", "server", "确认"]
 
 
@@ -169,10 +169,11 @@ def test_pieces_between_white_space_give_the_words_of_the_whole_text(text: str) 
 
 
 def test_english_text_gives_the_terms_it_gave() -> None:
-    # Unchanged by the rules above (bench/search_quality.py: every MetaTool figure the same).
+    # Unchanged by the rules above (bench/search_quality.py: every MetaTool figure the same);
+    # a word under four letters is its own truncation (tests/test_search_quality_sets.py).
     assert terms("getWeatherForecast: Creates invoices for customers (HTTPServer, s3)") == [
-        "get", "weather", "weat*", "forecast", "fore*", "creat", "crea*", "invoic", "invo*", "for", "customer",
-        "cust*", "http", "http*", "server", "serv*", "s3"]
+        "get", "get*", "weather", "weat*", "forecast", "fore*", "creat", "crea*", "invoic", "invo*", "for", "for*",
+        "customer", "cust*", "http", "http*", "server", "serv*", "s3", "s3*"]
     assert query_terms("Could you please send an email to my boss?") == ["send", "send*", "email", "emai*", "boss",
                                                                          "boss*"]
 
