@@ -125,15 +125,20 @@ def summary(samples: list[float]) -> str:
     return f"{statistics.median(ordered) * 1e3:8.2f} {p95 * 1e3:8.2f}"
 
 
+_runs = 0  # each run asks queries of its own: none answered from the query vectors kept
+
+
 async def agents_at_once(count: int, rounds: int, search) -> tuple[list[float], float]:
     """`count` searchers each running `search(agent, query)` `rounds` times, all at once: latencies
     and the longest loop stall meanwhile."""
+    global _runs
+    _runs += 1
     latencies: list[float] = []
 
     async def agent(number: int) -> None:
-        rng = random.Random(number)
+        rng = random.Random(f"{_runs}-{number}")
         for _ in range(rounds):
-            query = rng.choice(QUERIES) + f" {rng.randrange(1000)}"  # no two alike: nothing answered from a cache
+            query = rng.choice(QUERIES) + f" {rng.randrange(100_000)}"  # hardly two alike
             started = time.perf_counter()
             await search(number, query)
             latencies.append(time.perf_counter() - started)
@@ -242,6 +247,7 @@ async def main() -> None:
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--model-path", help="a fastembed model directory (default: the tests' model)")
     parser.add_argument("--lexical-only", action="store_true")
+    parser.add_argument("--hybrid-only", action="store_true")
     args = parser.parse_args()
     # The SDK client logs the streams it finds closed as the bench shuts its agents down.
     logging.getLogger("mcp.client.streamable_http").setLevel(logging.CRITICAL)
@@ -253,7 +259,8 @@ async def main() -> None:
     async with LoopProbe() as probe:
         await asyncio.sleep(0.5)
     row("baseline: idle loop", None, probe.longest)
-    await run_tier(settings, args, "lexical")
+    if not args.hybrid_only:
+        await run_tier(settings, args, "lexical")
     if not args.lexical_only:
         path = args.model_path or str(test_model_dir())
         await run_tier(replace(settings, search_model=args.model, search_model_path=path), args, "hybrid")
