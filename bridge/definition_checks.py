@@ -1,11 +1,11 @@
 """Where the tool definitions pages register are checked: off the event loop, fairly.
 
-Checking a definition costs microseconds to over a second on a busy machine (a schema of the
-largest size allowed against the JSON Schema meta-schema, the empty object against it, each
-input example within the work budget). The checks run in checking threads of their own, never
-in the loop's default executor, so pages registering at once cannot fill the pool other work
-needs; and only the registration holding the turn runs, so at most one checking thread
-competes with the loop for the interpreter.
+Checking a definition costs from a few steps of work to millions (a schema of the largest size
+allowed against the JSON Schema meta-schema, the empty object against it, each input example
+within the work budget). The checks run in checking threads of their own, never in the loop's
+default executor, so pages registering at once cannot fill the pool other work needs; and only
+the registration holding the turn runs, so one checking thread at a time competes with the
+loop for the interpreter.
 
 A registration takes turns of about `TURN_SECONDS`; the next turn goes to the waiting
 registration that has used the least time so far. A turn ends between two definitions, or in
