@@ -54,7 +54,7 @@ import bridge.tokenizer as tokenizer_module  # noqa: E402
 import bridge.vectors as vectors_module  # noqa: E402
 from bridge.search import IndexedTool, ToolIndex  # noqa: E402
 from bridge.tool_text import body  # noqa: E402
-from bridge.tokenizer import split_words, terms, tokenize  # noqa: E402
+from bridge.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
 TOP = 10
@@ -431,6 +431,49 @@ def autocut_variants(data: Dataset) -> None:
               f"{scores['hits']:>6.2f} {name_hits:>9.2f}")
 
 
+# --- multi-tool requests cut into parts (measured, not in the bridge) -----------------------
+
+# Where a request asking for several things is cut: sentence and clause punctuation (ASCII and
+# ideographic), and the words that join two asks, in English, French, Spanish, German,
+# Italian, Portuguese, Chinese, Japanese and Korean.
+_JOINERS = ("and then|and also|as well as|after that|afterwards|and|then|also|plus|finally|next|"
+            "et puis|puis|ensuite|et|aussi|y luego|luego|después|también|y|"
+            "und dann|und|dann|danach|außerdem|e poi|poi|anche|e|depois|também")
+_PART_BREAK = re.compile(r"[.!?;:]+(?=\s|$)|,\s|[。！？；，、\n]|\b(?:" + _JOINERS + r")\b"
+                         r"|然后|并且|以及|同时|接着|之后|还要|そして|それから|次に|그리고|그 다음에", re.I)
+
+
+def request_parts(request: str) -> list[str]:
+    """The parts of a request cut at _PART_BREAK, each with a word beyond the words of asking."""
+    return [part.strip() for part in _PART_BREAK.split(request)
+            if any(word not in QUERY_STOP_WORDS for word in words(part))]
+
+
+def split_search(tools: list[IndexedTool], merge: str) -> Search:
+    """ToolIndex searching a request cut into parts as well as whole, the rankings merged by
+    reciprocal rank fusion (k = 60, "rrf") or in turns, the whole request's first ("turns")."""
+    index = ToolIndex(tools)
+
+    def search(query: str, limit: int) -> list[str]:
+        whole = [hit.key for hit in index.search(query, limit)]
+        parts = request_parts(query)
+        if len(parts) < 2:
+            return whole
+        rankings = [whole] + [[hit.key for hit in index.search(part, limit)] for part in parts]
+        if merge == "rrf":
+            fused: dict[str, float] = {}
+            for ranking in rankings:
+                for rank, key in enumerate(ranking, 1):
+                    fused[key] = fused.get(key, 0.0) + 1 / (60 + rank)
+            return sorted(fused, key=lambda key: -fused[key])[:limit]
+        merged: list[str] = []
+        for rank in range(limit):
+            merged += [ranking[rank] for ranking in rankings if rank < len(ranking) and ranking[rank] not in merged]
+        return merged[:limit]
+
+    return search
+
+
 # --- multilingual ---------------------------------------------------------------------------
 
 MULTILINGUAL = REPO_ROOT / "bench" / "data" / "multilingual_tools.json"
@@ -549,6 +592,9 @@ def systems_of(data: Dataset, ablation: bool, embedder) -> list[tuple[str, Calla
             ("+ near-duplicates last", lambda: tool_index_search(tools, NoAutocut)),
         ]
     systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
+    if ablation:
+        systems += [("bridge, request parts, RRF (not kept)", lambda: split_search(tools, "rrf")),
+                    ("bridge, request parts, turns (not kept)", lambda: split_search(tools, "turns"))]
     if embedder is not None:
         systems.append(("hybrid (bridge + model)", lambda: hybrid_search(tools, embedder)))
     return systems
@@ -640,8 +686,8 @@ def main() -> None:
     for data in datasets:
         embedder = None
         if model is not None:
-            embedder = PrecomputedQueries(model, sorted({query for query, _ in data.single}
-                                                        | {query for query, _ in data.multi}))
+            embedder = PrecomputedQueries(model, sorted({query for rows in (data.single, data.by_name, data.fragments)
+                                                         for query, _ in rows} | {query for query, _ in data.multi}))
         dataset_table(data, args.split, not args.no_ablation, embedder)
         if not args.no_ablation:
             autocut_variants(data)
