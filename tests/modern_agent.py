@@ -3,6 +3,7 @@ answered by hand)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -46,6 +47,16 @@ class Agent:
         response = await self.request("tools/call", {"name": tool_name, "arguments": arguments, **(params or {})},
                                       name=tool_name, **kwargs)
         return answer_of(response)
+
+    async def task_reaching(self, task_id: str, status: str, timeout: float = 10) -> dict[str, Any]:
+        """The task as tasks/get shows it once it has `status` (polled)."""
+        shown: dict[str, Any] = {}
+        for _ in range(int(timeout / 0.05)):
+            shown = (await self.task("tasks/get", task_id))["result"]
+            if shown["status"] == status:
+                return shown
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"task stayed {shown.get('status')!r}, not {status!r}: {shown}")
 
     async def task(self, method: str, task_id: str, *, name: str | None = None, **params: Any) -> dict[str, Any]:
         response = await self.request(method, {"taskId": task_id, **params},

@@ -102,22 +102,14 @@ async def test_a_task_waits_for_input_and_tasks_update_answers_it():
         created = (await agent.call("greet_user", {}))["result"]
         invoke = await p.event()
         await ask(p, invoke)
-        for _ in range(100):
-            shown = (await agent.task("tasks/get", created["taskId"]))["result"]
-            if shown["status"] == "input_required":
-                break
-            await asyncio.sleep(0.05)
+        shown = await agent.task_reaching(created["taskId"], "input_required")
         assert shown["inputRequests"] == ASK_NAME
         answers = {"name": {"action": "accept", "content": {"name": "Grace"}}, "unknown": {"action": "decline"}}
         assert "result" in await agent.task("tasks/update", created["taskId"], inputResponses=answers)
         again = await p.event()
         assert again["input_responses"] == {"name": answers["name"]} and again["request_state"] == "step-1"
         await p.answer(again["call_id"], "Hello, Grace!")
-        for _ in range(100):
-            shown = (await agent.task("tasks/get", created["taskId"]))["result"]
-            if shown["status"] == "completed":
-                break
-            await asyncio.sleep(0.05)
+        shown = await agent.task_reaching(created["taskId"], "completed")
         assert shown["result"]["content"][0]["text"] == "Hello, Grace!"
 
 
@@ -191,9 +183,5 @@ async def test_a_tool_that_asks_before_its_task_asks_synchronously_then_becomes_
         again = await p.event()
         assert again["input_responses"] == answers
         await p.answer(again["call_id"], "Signed up Alice")
-        for _ in range(100):
-            shown = (await agent.task("tasks/get", created["taskId"]))["result"]
-            if shown["status"] == "completed":
-                break
-            await asyncio.sleep(0.05)
+        shown = await agent.task_reaching(created["taskId"], "completed")
         assert shown["result"]["content"][0]["text"] == "Signed up Alice"

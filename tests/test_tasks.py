@@ -111,7 +111,7 @@ async def test_a_task_outlives_its_request_and_its_agent_reads_the_answer_later(
             assert working["status"] == "working" and working["resultType"] == "complete"
             await asyncio.sleep(1.2)  # longer than the first client would have waited
             await p.answer(invoke["call_id"], {"confirmed": True})
-            done = await eventually_status(agent, created["taskId"], "completed")
+            done = await agent.task_reaching(created["taskId"], "completed")
             assert done["result"]["structuredContent"] == {"confirmed": True}
             assert done["result"]["isError"] is False
 
@@ -119,20 +119,6 @@ async def test_a_task_outlives_its_request_and_its_agent_reads_the_answer_later(
             sync_invoke = await p.event()
             await p.answer(sync_invoke["call_id"], "12:00")
             assert (await plain)["result"]["content"][0]["text"] == "12:00"
-
-
-async def eventually_status(agent: Agent, task_id: str, status: str) -> dict[str, Any]:
-    shown: dict[str, Any] = {}
-
-    async def reached() -> bool:
-        shown.update((await agent.task("tasks/get", task_id))["result"])
-        return shown["status"] == status
-
-    for _ in range(200):
-        if await reached():
-            return shown
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"task stayed {shown.get('status')!r}, not {status!r}: {shown}")
 
 
 async def test_only_agents_that_declare_tasks_get_them():
@@ -169,7 +155,7 @@ async def test_cancelling_a_task_aborts_the_page_call_once():
         assert (await agent.task("tasks/cancel", created["taskId"]))["result"]["resultType"] == "complete"
         cancel = await p.event()
         assert cancel == {"type": "agui.tool.cancel", "call_id": invoke["call_id"], "reason": "cancelled by the agent"}
-        shown = await eventually_status(agent, created["taskId"], "cancelled")
+        shown = await agent.task_reaching(created["taskId"], "cancelled")
         assert "result" not in shown
         assert "result" in await agent.task("tasks/cancel", created["taskId"])  # idempotent
         await p.answer(invoke["call_id"], "too late")  # the page's late answer changes nothing
@@ -183,7 +169,7 @@ async def test_a_page_that_does_not_answer_fails_the_task_and_the_ttl_forgets_it
         created = (await agent.call("approve_payment", {"amount": 3}))["result"]
         assert created["ttlMs"] == 2000
         await p.event()
-        failed = await eventually_status(agent, created["taskId"], "failed")
+        failed = await agent.task_reaching(created["taskId"], "failed")
         assert failed["error"]["code"] == -32603 and "did not answer" in failed["error"]["message"]
         await asyncio.sleep(2.0)
         assert (await agent.task("tasks/get", created["taskId"]))["error"]["code"] == -32602
@@ -202,13 +188,13 @@ async def test_tasks_are_read_updated_and_cancelled_from_any_process_sharing_red
         invoke = await p.event()
         assert (await on_a.task("tasks/get", created["taskId"]))["result"]["status"] == "working"
         await p.send({"type": "agui.tool.input_request", "call_id": invoke["call_id"], "requests": ask})
-        asked = await eventually_status(on_a, created["taskId"], "input_required")
+        asked = await on_a.task_reaching(created["taskId"], "input_required")
         assert asked["inputRequests"] == ask
         await on_a.task("tasks/update", created["taskId"], inputResponses={"ok": {"action": "accept", "content": {}}})
         again = await p.event()  # b called the page again with what a was told
         assert again["input_responses"] == {"ok": {"action": "accept", "content": {}}}
         await p.answer(again["call_id"], "paid")
-        done = await eventually_status(on_a, created["taskId"], "completed")
+        done = await on_a.task_reaching(created["taskId"], "completed")
         assert done["result"]["content"][0]["text"] == "paid"
 
         second = (await on_b.call("approve_payment", {"amount": 4}))["result"]
@@ -216,4 +202,4 @@ async def test_tasks_are_read_updated_and_cancelled_from_any_process_sharing_red
         await on_a.task("tasks/cancel", second["taskId"])
         cancel = await p.event()
         assert cancel["type"] == "agui.tool.cancel" and cancel["call_id"] == invoke["call_id"]
-        await eventually_status(on_a, second["taskId"], "cancelled")
+        await on_a.task_reaching(second["taskId"], "cancelled")
