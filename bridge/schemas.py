@@ -25,6 +25,7 @@ import re2
 from referencing.exceptions import Unresolvable
 
 from bridge import validation
+from bridge.defaults import DEFAULTS
 from bridge.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
 
 __all__ = ["VALIDATION_STEPS", "SchemaCheck", "SchemaLimits", "Validator", "errors", "nesting", "quick_check",
@@ -40,8 +41,8 @@ ERROR_CHARS = 300  # of each error's message (it quotes the value, which may be 
 
 @dataclass(frozen=True)
 class SchemaLimits:
-    max_bytes: int = 64 * 1024  # of the schema's JSON
-    max_depth: int = 32  # nested objects and arrays
+    max_bytes: int = DEFAULTS.max_schema_bytes  # of the schema's JSON
+    max_depth: int = DEFAULTS.max_schema_depth  # nested objects and arrays
     max_pattern_properties: int = 64  # patterns in one patternProperties: each is searched in every key
     max_subschemas: int = 50_000  # once $refs are followed; 2-way anyOf nested 16 deep is 131,071
 
