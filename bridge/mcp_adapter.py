@@ -57,7 +57,7 @@ from bridge.mcp_tasks import InputNeeded, PageTasks, SharedTasks, missing_capabi
 from bridge.tasks import TaskTable
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
-from bridge.results import error_result, to_call_tool_result
+from bridge.results import error_result, shaped_here, to_call_tool_result
 
 log = logging.getLogger("bridge.mcp")
 _tracer = trace.get_tracer("agui-mcp-bridge")
@@ -211,7 +211,8 @@ class RoomServer:
             if outcome.kind == "input_unsupported":
                 raise missing_capability(outcome.result["requiredCapabilities"], outcome.error or "")
             if outcome.kind != "input_required":
-                return self._shaped(tool, outcome, modern=modern(ctx))
+                shaped = self._shaped(tool, outcome, modern=modern(ctx))
+                return {**shaped, "resultType": "complete"} if modern(ctx) else shaped  # 2026-07-28 says what it is
             if modern(ctx):
                 return input_required(outcome.result)
             asked = asked | {"input_responses": await ask_client(ctx, outcome.result["inputRequests"]),
@@ -227,7 +228,7 @@ class RoomServer:
             raise InputNeeded(outcome.result["inputRequests"], outcome.result["requestState"])
         if outcome.kind in TASK_FAILURES:  # not the tool's answer: the task fails, as a JSON-RPC error would
             raise MCPError(types.INTERNAL_ERROR, outcome.error or outcome.kind)
-        return self._shaped(tool, outcome, modern=True).model_dump(mode="json", by_alias=True, exclude_none=True)
+        return self._shaped(tool, outcome, modern=True)
 
     async def _page_outcome(self, ctx: ServerRequestContext | None, tool: Tool, arguments: dict[str, Any],
                             asked: dict[str, Any]) -> Outcome:
@@ -257,12 +258,17 @@ class RoomServer:
             span.end()
         return outcome
 
-    def _shaped(self, tool: Tool, outcome: Outcome, *, modern: bool) -> types.CallToolResult:
+    def _shaped(self, tool: Tool, outcome: Outcome, *, modern: bool) -> dict[str, Any]:
+        """The CallToolResult (wire JSON) the agent gets; the SDK checks it again as it serialises it, so
+        only a page's own `content` is checked here, where a fault can still be told to the agent."""
         result = to_call_tool_result(outcome, structured_may_be_any_json=modern)
         problem = tool.result_errors(result)
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
-        return self._result(result)
+        elif not shaped_here(outcome):
+            return self._result(result).model_dump(mode="json", by_alias=True, exclude_none=True)
+        result.setdefault("isError", False)
+        return result
 
     def _pages_url(self, ctx: ServerRequestContext) -> str:
         """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""

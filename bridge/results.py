@@ -16,6 +16,13 @@ from typing import Any
 from bridge.calls import Outcome
 
 
+def shaped_here(outcome: Outcome) -> bool:
+    """Whether the result is built by the bridge alone (text and structured content from JSON values), so
+    it is a valid CallToolResult; a page's own `content` list is not known to be one until checked."""
+    value = outcome.result
+    return outcome.error is not None or not (isinstance(value, dict) and isinstance(value.get("content"), list))
+
+
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
