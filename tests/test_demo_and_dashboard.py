@@ -120,7 +120,12 @@ async def test_dashboard_cancel_call_button(browser, bridge):
         button = dashboard.locator("#in-flight").get_by_role("button", name="Cancel call", exact=True)
         await button.wait_for()
         assert await button.evaluate("(b) => [b.tagName, b.type]") == ["BUTTON", "button"]
-        style = await button.evaluate("(b) => [getComputedStyle(b).borderTopStyle, getComputedStyle(b).cursor]")
+        # Read from the button on the page now: a poll may have just drawn the list anew (a detached
+        # button has no computed style).
+        style = await (await dashboard.wait_for_function("""() => {
+            const b = [...document.querySelectorAll("#in-flight button")].find(b => b.textContent === "Cancel call");
+            const s = b && b.isConnected ? getComputedStyle(b) : null;
+            return s && s.cursor ? [s.borderTopStyle, s.cursor] : null; }""")).json_value()
         assert style == ["solid", "pointer"]
         await dashboard.screenshot(path=screenshot_path("dashboard-cancel.png"), full_page=True)
         await button.click()
