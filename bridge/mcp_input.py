@@ -55,9 +55,7 @@ def answers_in(ctx: ServerRequestContext) -> dict[str, Any]:
     responses, sealed = params.get("inputResponses"), params.get("requestState")
     if responses is None and sealed is None:
         return {}
-    responses = {} if responses is None else responses
-    if not isinstance(responses, dict) or not all(isinstance(answer, dict) for answer in responses.values()):
-        raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
+    responses = checked_responses({} if responses is None else responses)
     try:  # the SDK's boundary verified the seal and put back the plaintext the bridge minted
         state = json.loads(sealed) if isinstance(sealed, str) else {}
     except ValueError:
@@ -65,6 +63,17 @@ def answers_in(ctx: ServerRequestContext) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise MCPError(types.INVALID_PARAMS, "Invalid requestState.")
     return {"input_responses": responses, "request_state": state.get("page")}
+
+
+def checked_responses(responses: Any) -> dict[str, Any]:
+    """An agent's `inputResponses`, refused (-32602) unless an object of objects."""
+    if not isinstance(responses, dict) or not all(isinstance(answer, dict) for answer in responses.values()):
+        raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
+    return responses
+
+
+def declares_extension(ctx: ServerRequestContext, extension: str) -> bool:
+    return isinstance((client_capabilities(ctx).get("extensions") or {}).get(extension), dict)
 
 
 def input_required(asked: dict[str, Any]) -> dict[str, Any]:

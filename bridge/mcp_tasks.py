@@ -14,18 +14,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
-from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
-from bridge.mcp_input import INPUT_ROUNDS_MAX
+from bridge.mcp_input import INPUT_ROUNDS_MAX, checked_responses, declares_extension
 from bridge.tasks import Task, TaskTable, TooManyTasks
 
 log = logging.getLogger("bridge.mcp")
@@ -53,16 +52,6 @@ class _TaskParams(BaseModel):
 
 class _UpdateParams(_TaskParams):
     inputResponses: dict[str, Any] = {}
-
-
-def declares(params: Mapping[str, Any] | None, capability: str, *, extension: bool = False) -> bool:
-    """Whether a request's `_meta` client capabilities declare `capability` (an extension's id when `extension`)."""
-    declared = ((params or {}).get("_meta") or {}).get(CLIENT_CAPABILITIES_META_KEY)
-    if not isinstance(declared, dict):
-        return False
-    if extension:
-        declared = declared.get("extensions")
-    return isinstance(declared, dict) and isinstance(declared.get(capability), dict)
 
 
 def missing_capability(required: dict[str, Any], message: str) -> MCPError:
@@ -109,9 +98,7 @@ class PageTasks(Extension):
 
         async def update(ctx: ServerRequestContext, params: _UpdateParams) -> dict[str, Any]:
             task = await self._task(ctx, params, room)
-            if not all(isinstance(response, dict) for response in params.inputResponses.values()):
-                raise MCPError(types.INVALID_PARAMS, "inputResponses must be an object whose values are objects.")
-            await self.order(task.task_id, {"answers": params.inputResponses})
+            await self.order(task.task_id, {"answers": checked_responses(params.inputResponses)})
             return {}
 
         async def cancel(ctx: ServerRequestContext, params: _TaskParams) -> dict[str, Any]:
@@ -133,7 +120,7 @@ class PageTasks(Extension):
         `asks_first`: the page asks for input before its call is a task (the first round is synchronous)."""
         if task_support == "forbidden":
             return False
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declares(ctx.params, TASKS, extension=True):
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declares_extension(ctx, TASKS):
             return not asks_first
         if task_support == "required":
             raise missing_capability({"extensions": {TASKS: {}}},
@@ -197,7 +184,7 @@ class PageTasks(Extension):
     # --- tasks/get, tasks/update, tasks/cancel -----------------------------------------------
 
     async def _task(self, ctx: ServerRequestContext, params: _TaskParams, room: str) -> Task:
-        if not declares(ctx.params, TASKS, extension=True):
+        if not declares_extension(ctx, TASKS):
             raise missing_capability({"extensions": {TASKS: {}}},
                                      f"{ctx.method} needs the io.modelcontextprotocol/tasks extension declared "
                                      "in the request's client capabilities.")
