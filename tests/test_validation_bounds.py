@@ -445,6 +445,13 @@ async def while_calling(agent: Client, name: str, arguments: dict, other_agent: 
     return result, other_took, probe.longest
 
 
+async def refused(p: Page, definition: dict) -> dict:
+    """Register one tool the bridge refuses; the `invalid_tool` error it answers with."""
+    await p.send({"type": "agui.tools.register", "id": "r", "tools": [definition]})
+    assert (await p.reply())["tools"] == []
+    return await p.reply()
+
+
 @asynccontextmanager
 async def two_rooms(*tools: dict):
     """A bridge; a page of `tools` and its agent in room "default"; an echo page and its agent in "other"."""
@@ -482,9 +489,7 @@ async def test_many_patterns_by_many_keys_are_refused_at_registration_or_within_
     most = {"type": "object", "properties": {"m": {"type": "object", "patternProperties": {
         f"^k{i}x$": {"type": "integer"} for i in range(64)}}}}
     async with two_rooms({"name": "most", "inputSchema": most}) as (b, p, agent, other, other_agent):
-        await p.send({"type": "agui.tools.register", "id": "r", "tools": [{"name": "many", "inputSchema": many}]})
-        assert (await p.reply())["tools"] == []
-        error = await p.reply()
+        error = await refused(p, {"name": "many", "inputSchema": many})
         assert error["code"] == "invalid_tool" and error["tool"] == "many"
         assert "patternProperties at /properties/m has 1500 patterns, over the limit of 64" in error["message"]
         keys = {f"k{i}": i for i in range(20_000)}  # 64 x 20,000 searches
@@ -497,10 +502,7 @@ async def test_many_patterns_by_many_keys_are_refused_at_registration_or_within_
 @pytest.mark.timeout(60)
 async def test_nested_any_of_in_an_input_schema_is_refused_at_registration_or_within_the_budget():
     async with two_rooms({"name": "bomb", "inputSchema": RECURSIVE_BOMB}) as (b, p, agent, other, other_agent):
-        await p.send({"type": "agui.tools.register", "id": "r",
-                      "tools": [{"name": "nested", "inputSchema": nested_any_of(16)}]})
-        assert (await p.reply())["tools"] == []
-        error = await p.reply()
+        error = await refused(p, {"name": "nested", "inputSchema": nested_any_of(16)})
         assert error["tool"] == "nested" and "over 50,000 subschemas" in error["message"]
         result, other_took, held = await while_calling(agent, "bomb", {"x": deep(40)}, other_agent, other)
         assert result.is_error and "(arguments): validation exceeded its work budget (limit 100,000 steps)" \
@@ -513,10 +515,8 @@ async def test_nested_any_of_in_an_input_schema_is_refused_at_registration_or_wi
 async def test_nested_any_of_in_an_output_schema_set_off_by_the_pages_result():
     bomb = {"name": "bomb", "outputSchema": RECURSIVE_BOMB}
     async with two_rooms(bomb) as (b, p, agent, other, other_agent):
-        await p.send({"type": "agui.tools.register", "id": "r",
-                      "tools": [{"name": "nested", "outputSchema": nested_any_of(16)}]})
-        assert (await p.reply())["tools"] == []
-        assert "outputSchema is not a usable JSON Schema" in (await p.reply())["message"]
+        assert "outputSchema is not a usable JSON Schema" in (await refused(p, {"name": "nested",
+                                                                               "outputSchema": nested_any_of(16)}))["message"]
         result, other_took, held = await while_calling(agent, "bomb", {}, other_agent, other,
                                                        page_answers=(p, {"x": deep(40)}))
         assert result.is_error and "does not match its output schema: (result): validation exceeded its work budget" \
