@@ -92,6 +92,16 @@ class RelayedSocket:
         self.to_bridge.send(json.dumps(message))
 
 
+async def watch_event_streams(page: BrowserPage) -> list[dict]:
+    """The events the page's event streams deliver from now on, as Chromium's DevTools report them
+    (`Network.eventSourceMessageReceived`: eventName, eventId, data), read beside the client, not from it."""
+    received: list[dict] = []
+    devtools = await page.context.new_cdp_session(page.page)
+    devtools.on("Network.eventSourceMessageReceived", lambda message: received.append(message))
+    await devtools.send("Network.enable")
+    return received
+
+
 @asynccontextmanager
 async def open_page(browser, url: str, *, ready: str | None = "document.body.dataset.ready === 'true'",
                     relay: bool = False):

@@ -10,7 +10,7 @@ import json
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -22,6 +22,7 @@ from browser_support import (
     serve_html,
     text_of,
     wait_for_tools,
+    watch_event_streams,
 )
 from support import eventually, free_port, running_bridge
 
@@ -610,22 +611,56 @@ async def test_resumes_its_session_after_a_dropped_socket(browser, bridge):
 async def test_replayed_invocations_run_once(browser, bridge):
     async with bare_page(bridge, "Replay") as url, open_page(browser, url) as page, \
             mcp_client(bridge) as client:
-        await page.evaluate("""() => { window.runs = 0; return bridge.registerTool({name: "count_runs"}, async () => {
-            window.runs++;
-            await new Promise(r => setTimeout(r, 500));
-            return window.runs;
-        }) }""")
+        streamed = await watch_event_streams(page)
+        await page.evaluate("""() => {
+            window.runs = 0;
+            const released = new Promise((resolve) => { window.release = resolve; });
+            return bridge.registerTool({name: "count_runs"}, async () => {
+                window.runs++;
+                await released;
+                return window.runs;
+            });
+        }""")
         await wait_for_tools(client, "count_runs")
         call = await call_in_background(client, "count_runs", {})
         await page.wait_for_function("window.runs === 1")
-        # A fresh event stream (one that does not say where it stopped) is sent the invocations still
-        # waiting: the page must not run them again.
-        await page.evaluate("""() => { window.replays = 0; bridge._lastEventId = null; bridge._openEvents();
-            bridge._es.addEventListener("agui.tool.invoke", () => window.replays++); }""")
+
+        def invocations() -> list[dict]:
+            return [m for m in streamed if m["eventName"] == "agui.tool.invoke"]
+
+        (first,) = invocations()
+
+        # The page's stream loses its way back: the client then opens a new stream, which says where
+        # it stopped, and on the way to the bridge it forgets. A fresh stream (one that does not say)
+        # is sent the invocations still waiting: the page must not run them again.
+        asked_from = []
+
+        async def lose_the_way_back(route):
+            url = urlsplit(route.request.url)
+            query = parse_qs(url.query)
+            asked_from.append(query.pop("last_event_id", None))
+            if len(asked_from) == 1:  # the EventSource's own reconnection: it gives up on a 503
+                await route.fulfill(status=503)
+            else:
+                await route.continue_(url=urlunsplit(url._replace(query=urlencode(query, doseq=True))))
+
+        await page.route("**/agui/events?*", lose_the_way_back)
+        # Another stream of the session supersedes the page's (one stream a session): the bridge ends
+        # the page's stream, and the page's EventSource reconnects by itself. This one stays open
+        # until the page's stream is back, so the bridge does not count the page as gone meanwhile.
+        async with httpx.AsyncClient(timeout=None) as http, \
+                http.stream("GET", await page.evaluate("bridge.eventsUrl")) as other:
+            assert other.status_code == 200
+            await eventually(lambda: len(invocations()) == 2)
+        assert asked_from == [None, [first["eventId"]]], "the client's new stream said where it stopped"
+        assert "events_failed" in await page.evaluate("window.errors.map((e) => e.code)")
+        assert json.loads(invocations()[1]["data"])["call_id"] == json.loads(first["data"])["call_id"], \
+            "the bridge did replay the invocation"
+        await page.evaluate("release()")
         result = await asyncio.wait_for(call, 10)
         assert text_of(result) == "1"
-        assert await page.evaluate("window.replays") == 1, "the bridge did replay the invocation"
         assert await page.evaluate("window.runs") == 1
+        assert len(invocations()) == 2, "one replay"
 
 
 async def test_an_answer_lost_with_the_socket_is_sent_again(browser, bridge):
