@@ -244,24 +244,6 @@ export class AguiBridge extends EventTarget {
     this._transport.close(CLOSE_NORMAL, "disconnect()");
   }
 
-  // --- internals a browser test (and a developer in the console) reaches for: the event stream ----
-
-  get _es() {
-    return this._transport.events;
-  }
-
-  get _lastEventId() {
-    return this._transport.lastEventId;
-  }
-
-  set _lastEventId(id) {
-    this._transport.lastEventId = id;
-  }
-
-  _openEvents() {
-    return this._transport.openEvents();
-  }
-
   // --- what the transport tells -------------------------------------------------------------
 
   _hello() {
