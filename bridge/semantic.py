@@ -39,6 +39,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -54,8 +55,8 @@ import numpy as np
 from bridge.packaged_models import PACKAGED_MODELS, load_packaged
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
-           "SemanticSearchUnavailable", "embed_pending", "embed_query", "load_embedder", "text_hash", "worker_for",
-           "DEFAULT_MODEL"]
+           "QueryCosts", "SemanticSearchUnavailable", "embed_pending", "embed_query", "length_groups", "load_embedder",
+           "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
 
 log = logging.getLogger("bridge.semantic")
 
@@ -97,6 +98,9 @@ class FastEmbedEmbedder:
     def __init__(self, model: Any, name: str) -> None:
         self._model = model
         self.name = name
+        # The model's tokenizer (fastembed's, also used by the model itself on this thread), to
+        # count a query's tokens; None: queries go to the model as they are.
+        self._tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -111,11 +115,60 @@ class FastEmbedEmbedder:
         return _normalised(vectors)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """embed_query of many texts, in one model call per 64."""
-        return _normalised(np.asarray(list(self._model.query_embed(list(texts), batch_size=64)), dtype=np.float32))
+        """embed_query of many texts: each cut to QUERY_TOKENS tokens, in model calls of
+        queries of about one length (`length_groups`), as a call pads every query to its longest."""
+        texts, lengths = self._cut(list(texts))
+        vectors: np.ndarray | None = None
+        for group in length_groups(lengths):
+            embedded = np.asarray(list(self._model.query_embed([texts[at] for at in group], batch_size=len(group))),
+                                  dtype=np.float32)
+            if vectors is None:
+                vectors = np.empty((len(texts), embedded.shape[1]), dtype=np.float32)
+            vectors[group] = embedded
+        return _normalised(vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalised(np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)[None, :])[0]
+        return self.embed_queries([text])[0]
+
+    def _cut(self, texts: list[str]) -> tuple[list[str], list[int]]:
+        """The texts cut to their first QUERY_TOKENS tokens (the model's markers included), and
+        each one's tokens."""
+        if self._tokenizer is None:
+            return texts, [len(text) // 4 + 2 for text in texts]  # a length to group by
+        lengths = []
+        for at, encoding in enumerate(self._tokenizer.encode_batch(texts)):
+            length = sum(encoding.attention_mask)  # the encoding is padded to the batch's longest
+            if length > QUERY_TOKENS:
+                # Up to the end of the last word piece kept (the last token is the end marker).
+                texts[at] = texts[at][:encoding.offsets[QUERY_TOKENS - 2][1]]
+                length = QUERY_TOKENS
+            lengths.append(length)
+        return texts, lengths
+
+
+# A query's tokens at most: what the English models were trained on, and a query past it costs
+# every query of its model call the time of its length. Tool texts keep the model's own limit.
+QUERY_TOKENS = 128
+# A model call's own cost, in tokens' worth of work (all-MiniLM-L6-v2 on one core: a call's time is
+# about 12 tokens' plus its size times its longest query's tokens).
+CALL_TOKENS = 12
+
+
+def length_groups(lengths: Sequence[int]) -> list[list[int]]:
+    """The positions of `lengths`, in groups of near lengths, one model call each: the groups
+    that make the least work when each call costs CALL_TOKENS plus its size times its longest."""
+    order = sorted(range(len(lengths)), key=lambda at: lengths[at])
+    # best[j]: the least work for the j shortest; cut[j]: where the last of their groups starts.
+    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        longest = lengths[order[end - 1]]
+        best[end], cut[end] = min((best[start] + CALL_TOKENS + (end - start) * longest, start)
+                                  for start in range(end))
+    groups, end = [], len(order)
+    while end:
+        groups.append(order[cut[end]:end])
+        end = cut[end]
+    return groups[::-1]
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -188,6 +241,17 @@ _QUERIES_KEPT = 256  # query -> vector, for the same query again (agents repeat 
 Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
+@dataclass
+class QueryCosts:
+    """Where a worker's query time went, summed since it started (read by the benchmarks)."""
+
+    kept: int = 0  # queries answered from the vectors kept
+    queries: int = 0  # queries the model embedded
+    batches: int = 0  # model calls of queries waiting together
+    waited: float = 0.0  # seconds from each query's asking to its batch's start, summed
+    model: float = 0.0  # seconds in the model, summed over batches
+
+
 class EmbeddingBusy(RuntimeError):
     """Too many queries are waiting for the model: search this one by words."""
 
@@ -205,6 +269,8 @@ class EmbeddingWorker:
         self._embedder = weakref.ref(embedder)
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Waiter]] = {}  # query -> who waits for its vector
+        self._asked: dict[str, float] = {}  # query waiting -> when it was first asked
+        self.costs = QueryCosts()
         self._jobs: deque[tuple[EmbeddingJob, Waiter]] = deque()
         self._pumping = False  # the thread is taking work
         self._queries: dict[str, np.ndarray] = {}  # query -> vector, least recently used first
@@ -233,12 +299,14 @@ class EmbeddingWorker:
             vector = self._queries.pop(text, None)
             if vector is not None:
                 self._queries[text] = vector  # the most recently used: last
+                self.costs.kept += 1
                 return vector
             waiters = self._waiting.get(text)
             if waiters is None:
                 if len(self._waiting) >= QUERIES_WAITING_MAX:
                     raise EmbeddingBusy(f"{len(self._waiting)} queries are waiting for the embedding model")
                 waiters = self._waiting[text] = []
+                self._asked[text] = time.perf_counter()
             future: asyncio.Future[np.ndarray] = loop.create_future()
             waiters.append((loop, future))
             self._pump()
@@ -257,6 +325,8 @@ class EmbeddingWorker:
                 if self._waiting:
                     texts = list(islice(self._waiting, QUERY_BATCH))
                     waiters = [self._waiting.pop(text) for text in texts]
+                    started = time.perf_counter()
+                    self.costs.waited += sum(started - self._asked.pop(text) for text in texts)
                     job = None
                 elif self._jobs:
                     job, waiter = self._jobs.popleft()
@@ -272,6 +342,7 @@ class EmbeddingWorker:
                     _answer(waiter, None, exc)
 
     def _embed_queries(self, texts: list[str], waiters: list[list[Waiter]]) -> None:
+        started = time.perf_counter()
         try:
             vectors = self._vectors_of(texts)
         except BaseException as exc:  # handed to every waiter; the thread goes on
@@ -280,6 +351,9 @@ class EmbeddingWorker:
                     _answer(waiter, None, exc)
             return
         with self._lock:
+            self.costs.queries += len(texts)
+            self.costs.batches += 1
+            self.costs.model += time.perf_counter() - started
             for text, vector in zip(texts, vectors):
                 if len(self._queries) >= _QUERIES_KEPT:
                     del self._queries[next(iter(self._queries))]

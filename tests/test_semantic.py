@@ -301,6 +301,46 @@ def test_the_real_model_returns_vectors_in_the_order_of_the_texts_whatever_their
     assert np.allclose(together, alone, atol=1e-5)
 
 
+def test_the_real_model_cuts_a_long_query_and_embeds_queries_of_mixed_lengths_as_each_alone(minilm) -> None:
+    phrase = "export the quarterly invoices of our customers as pdf files "  # 12 tokens
+    longer, longest = phrase * 15, phrase * 20  # 180 and 240 tokens: both past QUERY_TOKENS, within the model's 256
+    queries = ["send a payment", longer, "is it going to rain tomorrow", longest, "play a song"]
+    together = minilm.embed_queries(queries)  # the short ones in one call, the long ones in another
+    alone = np.stack([minilm.embed_query(query) for query in queries])
+    assert together.shape == (5, 384) and np.allclose(together, alone, atol=1e-5)
+    # Both are read up to QUERY_TOKENS tokens, which the phrase repeated fills alike.
+    assert np.allclose(together[1], together[3], atol=1e-5)
+    assert not np.allclose(together[1], minilm.embed_query(phrase * 5), atol=1e-3)
+
+
+def test_queries_of_near_lengths_share_a_model_call_and_a_long_one_has_its_own() -> None:
+    assert bridge.semantic.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
+    assert bridge.semantic.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
+    assert bridge.semantic.length_groups([]) == [] and bridge.semantic.length_groups([40]) == [[0]]
+    lengths = [(at * 37) % 128 + 3 for at in range(64)]
+    groups = bridge.semantic.length_groups(lengths)
+    assert sorted(at for group in groups for at in group) == list(range(64))
+    # No more work (each call: CALL_TOKENS, plus its size times its longest) than one call, or a call a query.
+    work = sum(bridge.semantic.CALL_TOKENS + len(group) * max(lengths[at] for at in group) for group in groups)
+    assert work <= min(bridge.semantic.CALL_TOKENS + 64 * max(lengths), sum(bridge.semantic.CALL_TOKENS + length
+                                                                             for length in lengths))
+    assert len(groups) > 1
+
+
+def test_the_worker_counts_where_query_time_goes() -> None:
+    embedder = WordHashEmbedder()
+    worker = bridge.semantic.worker_for(embedder)
+
+    async def ask() -> None:
+        await asyncio.gather(*(embed_query(embedder, query) for query in ["rain", "send mail", "play a song"]))
+        await embed_query(embedder, "rain")  # kept from the first time
+
+    asyncio.run(ask())
+    costs = worker.costs
+    assert (costs.queries, costs.kept) == (3, 1) and 1 <= costs.batches <= 3
+    assert costs.waited >= 0.0 and costs.model > 0.0
+
+
 def test_a_missing_model_directory_is_a_clear_error() -> None:
     assert importlib.util.find_spec("fastembed"), 'fastembed is missing: pip install -e ".[test,semantic-test]"'
     with pytest.raises(SemanticSearchUnavailable, match="no model directory"):
