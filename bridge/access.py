@@ -1,6 +1,6 @@
-"""Who may talk to the bridge: web origins, bearer tokens, room names, and how fast a guesser may
-try tokens. Every edge asks here (the Host header is checked in front of every endpoint, against
-`Settings.allowed_hosts`).
+"""Who may talk to the bridge: the Host names it answers, web origins, bearer tokens, room names,
+and how fast a guesser may try tokens. Every edge asks here; the Host is checked in front of every
+endpoint (`TrustedHosts`).
 
 Two kinds of callers reach the bridge. Pages are browser code from the origins the operator
 allows (`--allowed-origins`), so their endpoints answer those origins with CORS. Agents and the
@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
@@ -25,7 +25,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
 
+if TYPE_CHECKING:
+    from bridge.config import Settings
+
 log = logging.getLogger("bridge.pages")
+host_log = logging.getLogger("bridge.access")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def origin_pattern(patterns: str) -> re.Pattern[str]:
@@ -39,6 +44,47 @@ def origin_pattern(patterns: str) -> re.Pattern[str]:
         pattern = re.escape(pattern[:-2] if port else pattern).replace(r"\*", ".*")
         alternatives.append(pattern + ("(?::[0-9]{1,5})?" if port else ""))
     return re.compile("|".join(alternatives) or "(?!)")
+
+
+class TrustedHosts:
+    """The Host headers the bridge answers: loopback, the address it listens on and `--public-hosts`.
+
+    A page on another site whose name an attacker re-points at the bridge (DNS rebinding) reaches it
+    with its own Host: refused, on every address and every endpoint, before anything else is read.
+    Patterns are `name`, `name:port` or `name:*`; a name without a port admits any port and none (a
+    browser omits the default port), and `*` in a name matches anything, as in origin patterns.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        names = list(LOOPBACK_NAMES)
+        if not settings.loopback_only and settings.host not in ("0.0.0.0", "::"):
+            names.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+        names += [h.strip() for h in settings.public_hosts.split(",") if h.strip()]
+        self.patterns = [name if _has_port(name) else f"{name}:*" for name in names]
+        self.pattern = origin_pattern(",".join(self.patterns).lower())
+        self._refused: set[str] = set()
+
+    def admits(self, host: str | None) -> bool:
+        return host is not None and self.pattern.fullmatch(host.lower()) is not None
+
+    def refusal(self, scope: Scope) -> PlainTextResponse | None:
+        """400 unless the request's Host is one the bridge answers (logged once a host)."""
+        host = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"host"), None)
+        if self.admits(host):
+            return None
+        name = (host or "").rpartition(":")[0] if _has_port(host or "") else host
+        if host is not None and host not in self._refused and len(self._refused) < 100:
+            self._refused.add(host)
+            host_log.warning("refused a request for Host %s; if clients reach the bridge by that name, start it with "
+                        "--public-hosts %s", host, name)
+        what = f"the Host {host}" if host is not None else "a request without a Host header"
+        return PlainTextResponse(f"This bridge does not answer {what}. If clients reach it by that name, start "
+                                 f"the bridge with --public-hosts {name or '<name>'} (besides the names it has).",
+                                 400)
+
+
+def _has_port(host: str) -> bool:
+    return ":" in host.rpartition("]")[2]
 
 
 class PageOrigins:

@@ -25,7 +25,6 @@ from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, request_response
@@ -34,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from bridge import __version__
-from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, missing_agent_token, origin_pattern
+from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
 from bridge.hub import Hub
@@ -114,18 +113,12 @@ class Bridge:
         origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()  # wrong page tokens, per address
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
-        hosts = self.settings.trusted_host_names
-        # A page on another site whose name an attacker re-points at the bridge (DNS rebinding) still
-        # sends its own Host header: refuse it, on every address, as the MCP endpoint does.
-        self._app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
-                              lifespan=self.lifespan)
+        self.hosts = TrustedHosts(self.settings)
+        self._app = Starlette(routes=self._routes(), lifespan=self.lifespan)
         # Requests without Origin skip the middleware stack and the router: agents' MCP requests, page
         # WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
-        # connection; the Host is still checked first (the SDK checks Host and Origin again for MCP).
-        # Each endpoint behind its own Host check, so an open request holds no frame to find its endpoint.
-        self._direct: dict[str, ASGIApp] = {
-            name: TrustedHostMiddleware(endpoint, allowed_hosts=hosts)
-            for name, endpoint in (("socket", self._page_socket), ("events", self._page_events), ("mcp", self.mcp))}
+        # connection.
+        self._direct: dict[str, ASGIApp] = {"socket": self._page_socket, "events": self._page_events, "mcp": self.mcp}
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -156,11 +149,16 @@ class Bridge:
         self.hub.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            refusal = self.hosts.refusal(scope)  # before any endpoint, direct or routed
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         direct = None if scope["type"] == "lifespan" or _from_a_browser(scope) else self._direct_route(scope)
         await (direct or self._app)(scope, receive, send)
 
     def _direct_route(self, scope: Scope) -> ASGIApp | None:
-        """The endpoint that serves this request without the stack, behind its Host check, or None.
+        """The endpoint that serves this request without the stack, or None.
         The endpoint goes into the scope (updated in place, as Starlette's router does: a copy would
         be kept as long as a page stays connected)."""
         path = _route_path(scope)

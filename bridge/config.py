@@ -78,21 +78,6 @@ class Settings:
     def loopback_only(self) -> bool:
         return self.host in LOOPBACK_HOSTS
 
-    @property
-    def allowed_hosts(self) -> list[str]:
-        """Host headers the bridge answers (DNS-rebinding defence), as `name:port` patterns."""
-        names = ["127.0.0.1", "localhost", "[::1]"]
-        if not self.loopback_only and self.host not in ("0.0.0.0", "::"):
-            names.append(f"[{self.host}]" if ":" in self.host else self.host)
-        names += [h.strip() for h in self.public_hosts.split(",") if h.strip()]
-        # A name without a port admits any port and none (a browser omits the default port).
-        return [host for name in names for host in ((name,) if _has_port(name) else (name, f"{name}:*"))]
-
-    @property
-    def trusted_host_names(self) -> list[str]:
-        """`allowed_hosts` without ports, as starlette's TrustedHostMiddleware takes them."""
-        return sorted({(h.rpartition(":")[0] if _has_port(h) else h).strip("[]") for h in self.allowed_hosts})
-
     def check(self) -> None:
         """Refuse settings the bridge cannot work with, and those that would let anyone on the network
         drive users' browsers; the message names the setting and what it takes."""
@@ -175,10 +160,6 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "meta_tools": ((lambda value: value in ("always", "search-mode")), "always or search-mode"),
 }
 _TYPE_RULES: dict[type, tuple[Callable[[Any], bool], str]] = {float: _seconds(), int: _count(1)}
-
-
-def _has_port(host: str) -> bool:
-    return ":" in host.rpartition("]")[2]
 
 
 class UnusableSettings(ValueError):

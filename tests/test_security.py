@@ -129,6 +129,78 @@ async def test_host_and_origin_checks_stay_on_with_an_agent_token(host):
             assert result.content[0].text == "yes" and not result.is_error
 
 
+def every_endpoint(port: int, session: str) -> list[tuple[str, str, dict, dict | None]]:
+    """(method, path, headers, JSON body): one request of each kind the bridge serves, those it serves
+    directly (no Origin) and those it routes (with an Origin, each endpoint's origin policy)."""
+    mcp = ("/mcp", MCP_HEADERS, INITIALIZE)
+    return [
+        ("POST", *mcp),
+        ("POST", "/rooms/team/mcp", MCP_HEADERS, INITIALIZE),
+        ("GET", "/mcp", {"Accept": "text/event-stream"}, None),
+        # The rebinding page itself: its Origin is its own host, which is the request's Host.
+        ("POST", "/mcp", MCP_HEADERS | {"Origin": f"http://evil.example:{port}"}, INITIALIZE),
+        ("OPTIONS", "/mcp", {"Origin": f"http://evil.example:{port}", "Access-Control-Request-Method": "POST"}, None),
+        ("GET", f"/agui/events?session={session}", {}, None),
+        ("GET", f"/agui/events?session={session}", {"Origin": "http://localhost:5173"}, None),
+        ("POST", "/agui/run", {"Origin": "http://localhost:5173"}, {}),
+        ("POST", "/rooms/team/agui/run", {}, {}),
+        ("GET", "/api/state", {}, None),
+        ("POST", "/api/calls/c1/cancel", {"Origin": f"http://evil.example:{port}"}, None),
+        ("GET", "/metrics", {}, None),
+        ("GET", "/dashboard", {}, None),
+        ("GET", "/", {}, None),
+        ("GET", "/client/agui-bridge.js", {"Origin": "https://anywhere.example"}, None),
+        ("GET", "/no/such/path", {}, None),
+    ]
+
+
+async def test_a_foreign_host_is_refused_on_every_endpoint_before_it_acts():
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http:
+        port = b.server.port
+        for method, path, headers, body in every_endpoint(port, p.session_id):
+            refused = await http.request(method, b.url + path, json=body,
+                                         headers=headers | {"Host": f"evil.example:{port}"})
+            assert refused.status_code == 400, (method, path, headers, refused.status_code, refused.text)
+            # Which setting would admit that name, for an operator whose proxy sends it.
+            assert "--public-hosts evil.example " in refused.text, (method, path, refused.text)
+        for origin in (None, "http://localhost:5173", f"http://evil.example:{port}"):
+            with pytest.raises(websockets.InvalidStatus) as rejected:
+                async with websockets.connect(f"ws://evil.example:{port}/agui/ws", host="127.0.0.1", port=port,
+                                              origin=origin):
+                    pass
+            assert rejected.value.response.status_code == 400, origin
+            assert b"--public-hosts evil.example" in rejected.value.response.body
+        # Nothing acted: no room made, no session but the page's, the page's stream still its own.
+        assert b.hub.catalog.get("team") is None and "team" not in b.bridge.mcp.served_rooms
+        assert list(b.hub.sessions) == [p.session_id]
+        async with Client(b.mcp_url(), mode="legacy") as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["user_confirm"]
+            _, result = await call_and_answer(client, p, "user_confirm", {"title": "x"}, result="still here")
+            assert result.content[0].text == "still here"
+
+
+@pytest.mark.parametrize(("host", "admitted"), [
+    ("bridge.example:443", True), ("BRIDGE.example:443", True), ("bridge.example:8443", False),
+    ("bridge.example", False), ("a.apps.example", True), ("a.apps.example:8080", True), ("apps.example", False),
+    ("localhost", True), ("[::1]:80", True), ("127.0.0.1.evil.example", False)])
+async def test_a_public_host_is_admitted_on_its_port_only_on_every_endpoint(host, admitted):
+    """`name:port` admits that port only, `name` any port or none; the same on MCP and page endpoints."""
+    async with running_bridge(public_hosts="bridge.example:443,*.apps.example") as b, \
+            httpx.AsyncClient(timeout=10) as http:
+        port = b.server.port
+        for method, path, headers, body in every_endpoint(port, "no-such-session"):
+            if "Origin" in headers or path == "/mcp" and method == "GET":
+                continue  # the Origin would not be the request's own; the GET stream stays open
+            response = await http.request(method, b.url + path, json=body, headers=headers | {"Host": host})
+            assert (response.status_code != 400) is admitted, (host, method, path, response.status_code, response.text)
+        try:
+            async with websockets.connect(f"ws://{host}/agui/ws", host="127.0.0.1", port=port) as ws:
+                assert (await hello(ws))["type"] == "agui.welcome"
+            assert admitted, host
+        except websockets.InvalidStatus as rejected:
+            assert not admitted and rejected.response.status_code == 400, host
+
+
 # --- agents ---------------------------------------------------------------------------------
 
 
