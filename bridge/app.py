@@ -13,7 +13,6 @@ MCP URL) follows the mount prefix and `root_path`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -27,9 +26,9 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route, request_response
+from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from bridge import __version__
@@ -53,7 +52,6 @@ def _web_client() -> Path:
 
 WEB_CLIENT = _web_client()
 SHUTDOWN_POLL_SECONDS = 0.5
-MCP_ROUTE = re.compile(r"/mcp|/rooms/(?P<room>[^/]+)/mcp")  # the paths of the two MCP routes below
 
 
 def _from_a_browser(scope: Scope) -> bool:
@@ -61,12 +59,6 @@ def _from_a_browser(scope: Scope) -> bool:
     policy (CORS for pages, `AgentOrigins` for agents) applies; WebSockets have no CORS (the page
     endpoint checks their Origin itself)."""
     return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
-
-
-def _route_path(scope: Scope) -> str:
-    """The path below the mount prefix (`root_path`), as the router matches it."""
-    path, prefix = scope["path"], scope.get("root_path", "")
-    return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
 
 
 def _shared_mode(settings: Settings) -> tuple[Any, Any]:
@@ -94,6 +86,28 @@ class ClientFiles(StaticFiles):
         return response
 
 
+class Handler:
+    """`handle(request) -> response` as an ASGI app, which a route takes as is, for any method (a plain
+    function it would wrap itself, for GET only)."""
+
+    def __init__(self, handle: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
+
+
+class PageSocket:
+    """A page's WebSocket (`/agui/ws`)."""
+
+    def __init__(self, pages: PageEndpoints) -> None:
+        self.pages = pages
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.pages.websocket(WebSocket(scope, receive, send))
+
+
 class Bridge:
     """The bridge as an ASGI app. `settings` or keyword overrides of `Settings` configure it."""
 
@@ -114,11 +128,11 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         self.hosts = TrustedHosts(self.settings)
-        self._app = Starlette(routes=self._routes(), lifespan=self.lifespan)
-        # Requests without Origin skip the middleware stack and the router: agents' MCP requests, page
-        # WebSockets and same-origin event streams. That is ~0.1 ms a request and a few KB per open
-        # connection.
-        self._direct: dict[str, ASGIApp] = {"socket": self._page_socket, "events": self._page_events, "mcp": self.mcp}
+        # Requests without Origin skip the middleware stack and the router (their work on every request,
+        # their frames held by every open connection): agents' MCP requests, page WebSockets and
+        # same-origin event streams. The origin policies the router applies are for browsers.
+        self._direct, routes = self._routes()
+        self._app = Starlette(routes=self._direct + routes, lifespan=self.lifespan)
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -154,49 +168,28 @@ class Bridge:
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
-        direct = None if scope["type"] == "lifespan" or _from_a_browser(scope) else self._direct_route(scope)
-        await (direct or self._app)(scope, receive, send)
+            if not _from_a_browser(scope):
+                for route in self._direct:
+                    match, found = route.matches(scope)
+                    if match is Match.FULL:
+                        # The endpoint and path parameters go into the scope in place, as the router
+                        # puts them: a copy would be kept as long as a page stays connected.
+                        scope.update(found)
+                        await found["endpoint"](scope, receive, send)
+                        return
+        await self._app(scope, receive, send)
 
-    def _direct_route(self, scope: Scope) -> ASGIApp | None:
-        """The endpoint that serves this request without the stack, or None.
-        The endpoint goes into the scope (updated in place, as Starlette's router does: a copy would
-        be kept as long as a page stays connected)."""
-        path = _route_path(scope)
-        endpoint: ASGIApp
-        if scope["type"] == "websocket":
-            if path != "/agui/ws":
-                return None
-            name, endpoint = "socket", self._page_socket
-        elif path == "/agui/events" and scope["method"] in ("GET", "HEAD"):
-            name, endpoint = "events", self._page_events
-        elif (mcp := MCP_ROUTE.fullmatch(path)) is not None:
-            name, endpoint = "mcp", self.mcp
-            scope["path_params"] = {"room": mcp["room"]} if mcp["room"] else {}
-        else:
-            return None
-        scope["endpoint"] = endpoint
-        return self._direct[name]
-
-    async def _page_socket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.pages.websocket(WebSocket(scope, receive, send))
-
-    async def _page_events(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self.pages.events(Request(scope, receive))
-        await response(scope, receive, send)
-
-    def _routes(self) -> list[Any]:
+    def _routes(self) -> tuple[list[BaseRoute], list[BaseRoute]]:
+        """Every route of the bridge, each with its endpoint and the origin policy browser requests
+        meet in the router: first those that also serve requests without Origin directly, then the
+        others."""
         s = self.settings
-
         pages, agents = self.pages.origins.pattern, origin_pattern(s.agent_origins)
-
-        def for_pages(app: ASGIApp) -> ASGIApp:
-            # Pages served from other allowed origins open the event stream cross-origin; AG-UI apps
-            # POST their runs cross-origin.
-            return CORSMiddleware(app, allow_origin_regex=pages.pattern, allow_methods=["GET", "POST"],
-                                  allow_headers=["*"])
-
-        def for_agents(app: ASGIApp) -> ASGIApp:
-            return AgentOrigins(app, agents)
+        # Pages served from other allowed origins open the event stream cross-origin; AG-UI apps
+        # POST their runs cross-origin.
+        for_pages = [Middleware(CORSMiddleware, allow_origin_regex=pages.pattern, allow_methods=["GET", "POST"],
+                                allow_headers=["*"])]
+        for_agents = [Middleware(AgentOrigins, agents)]
 
         async def api_state(request: Request) -> Response:
             # Page URLs and the arguments of calls in flight are the users' data: the agent token guards them.
@@ -223,25 +216,27 @@ class Bridge:
             refusal = missing_agent_token(request.scope, s.agent_token)
             return refusal or await self.metrics.endpoint(request)
 
-        def page(name: str) -> Callable[[Request], Awaitable[Response]]:
+        def page(name: str) -> Handler:
             async def serve(request: Request) -> Response:
                 return FileResponse(WEB_CLIENT / name)
-            return serve
+            return Handler(serve)
 
-        endpoint = request_response  # the guards wrap ASGI apps
-
-        return [
-            Route("/agui/events", for_pages(endpoint(self.pages.events)), methods=["GET"]),
-            Route("/agui/run", for_pages(self.agui)),
-            Route("/rooms/{room}/agui/run", for_pages(self.agui)),
-            Route("/mcp", for_agents(self.mcp)),
-            Route("/rooms/{room}/mcp", for_agents(self.mcp)),
-            Route("/api/state", for_agents(endpoint(api_state))),
-            Route("/api/calls/{call_id}/cancel", for_agents(endpoint(cancel_call))),
-            Route("/metrics", for_agents(endpoint(metrics))),
-            Route("/", page("demo.html")),
-            Route("/dashboard", for_agents(endpoint(page("dashboard.html")))),
+        direct: list[BaseRoute] = [
+            WebSocketRoute("/agui/ws", PageSocket(self.pages)),  # no CORS: the endpoint checks the page's Origin
+            Route("/agui/events", Handler(self.pages.events), methods=["GET"], middleware=for_pages),
+            Route("/mcp", self.mcp, middleware=for_agents),
+            Route("/rooms/{room}/mcp", self.mcp, middleware=for_agents),
+        ]
+        routed: list[BaseRoute] = [
+            Route("/agui/run", self.agui, middleware=for_pages),
+            Route("/rooms/{room}/agui/run", self.agui, middleware=for_pages),
+            Route("/api/state", Handler(api_state), middleware=for_agents),
+            Route("/api/calls/{call_id}/cancel", Handler(cancel_call), middleware=for_agents),
+            Route("/metrics", Handler(metrics), middleware=for_agents),
+            Route("/", page("demo.html"), methods=["GET"]),
+            Route("/dashboard", page("dashboard.html"), middleware=for_agents),
             # The client is public code: any origin may import it, so a page the bridge refuses still
             # loads it and hears why (`forbidden_origin` names the setting that would admit it).
             Mount("/client", CORSMiddleware(ClientFiles(directory=WEB_CLIENT, check_dir=False), allow_origins=["*"])),
         ]
+        return direct, routed
