@@ -211,6 +211,7 @@ class Room:
         self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
         self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
         self._activated: OrderedDict[str, None] = OrderedDict()  # least recently used first
+        self.activation_changes = 0  # bumped when `activated` (its order too) changes
         self._index = ToolIndex(embedder=embedder)
         self._seq = 0
         self._listing: Listing | None = None
@@ -374,15 +375,25 @@ class Room:
         when the listing changed. An activated tool named again only becomes the most recently
         used. Past `max_activated` activated tools, the least recently used leave the listing
         (they stay searchable and callable)."""
-        before = list(self._activated)
+        added: set[str] = set()
+        evicted = reordered = False
         for key in keys:
             if key in self._activated:
-                self._activated.move_to_end(key)
+                if next(reversed(self._activated)) != key:
+                    self._activated.move_to_end(key)
+                    reordered = True
             elif key in self._tools and self.is_deferred(key):
                 self._activated[key] = None
+                added.add(key)
         while len(self._activated) > max(self.policy.max_activated, 0):
-            self._activated.popitem(last=False)
-        if self._activated.keys() == set(before):
+            oldest, _ = self._activated.popitem(last=False)
+            if oldest in added:
+                added.discard(oldest)
+            else:
+                evicted = True
+        if added or evicted or reordered:
+            self.activation_changes += 1
+        if not (added or evicted):
             return False
         self._changed()
         return True

@@ -417,9 +417,9 @@ class Hub:
                        f"this bridge (the demo is at {pages_url()}) and try again.")
         started = time.monotonic()
         target = self.room(room)
-        activated = target.activated
+        changes = target.activation_changes
         route = await self.meta.route(target, name, arguments, no_page)
-        if target.activated != activated:  # a search or call listed a deferred tool: other processes too
+        if target.activation_changes != changes:  # a search or call listed a deferred tool: other processes too
             for observer in self.observers:
                 observer.room_activated(target)
         if name == self.meta.names.search:

@@ -45,7 +45,25 @@ def client_capabilities(ctx: ServerRequestContext) -> dict[str, Any]:
         declared = ((ctx.params or {}).get("_meta") or {}).get(CLIENT_CAPABILITIES_META_KEY)
         return declared if isinstance(declared, dict) else {}
     params = ctx.session.client_params
-    return params.capabilities.model_dump(by_alias=True, exclude_none=True, mode="json") if params else {}
+    return _declared_at_initialize(params.capabilities) if params else {}
+
+
+_DECLARED_KEPT = 1024
+_declared: OrderedDict[int, tuple[types.ClientCapabilities, dict[str, Any]]] = OrderedDict()
+
+
+def _declared_at_initialize(capabilities: types.ClientCapabilities) -> dict[str, Any]:
+    """A handshake session's capabilities as JSON, dumped once per session rather than per call (the
+    entry holds the object, so its id is not reused while kept)."""
+    kept = _declared.get(id(capabilities))
+    if kept is not None and kept[0] is capabilities:
+        _declared.move_to_end(id(capabilities))
+        return kept[1]
+    dumped = capabilities.model_dump(by_alias=True, exclude_none=True, mode="json")
+    _declared[id(capabilities)] = (capabilities, dumped)
+    if len(_declared) > _DECLARED_KEPT:
+        _declared.popitem(last=False)
+    return dumped
 
 
 def answers_in(ctx: ServerRequestContext) -> dict[str, Any]:

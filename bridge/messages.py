@@ -185,10 +185,14 @@ def _finite(number: str) -> float:
     return value
 
 
+# One decoder for every frame: `json.loads` with hooks would build one per call.
+_PAGE_JSON = json.JSONDecoder(parse_constant=_non_finite, parse_float=_finite)
+
+
 def parse_page_message(text: str) -> (Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog
                                        | ToolInputRequest):
     try:
-        raw = json.loads(text, parse_constant=_non_finite, parse_float=_finite)
+        raw = _PAGE_JSON.decode(text)
     except (ValueError, RecursionError) as exc:  # ValueError covers integers too long to convert
         raise ProtocolError("bad_json", f"Not valid JSON: {exc}") from None
     if not isinstance(raw, dict):

@@ -39,15 +39,29 @@ class BridgeMetrics(Collector, HubObserver):
         self.resumes = Counter("agui_bridge_event_stream_reconnects", "Page event streams opened again",
                                ["room"], registry=self.registry)
         self.registry.register(self)
+        # The labelled series prometheus_client keeps anyway (one a room), found without its lock.
+        self._per_room: dict[str, tuple[Any, Any]] = {}
+        self._finished: dict[tuple[str, str], Any] = {}
 
     # --- what happens (HubObserver) ----------------------------------------------------------
 
     def call_started(self, room: str) -> None:
-        self.calls_started.labels(room).inc()
+        self._room_series(room)[0].inc()
 
     def call_finished(self, room: str, outcome: str, seconds: float) -> None:
-        self.calls_finished.labels(room, outcome).inc()
-        self.call_seconds.labels(room).observe(seconds)
+        finished = self._finished.get((room, outcome))
+        if finished is None:
+            finished = self._finished[room, outcome] = self.calls_finished.labels(room, outcome)
+        finished.inc()
+        self._room_series(room)[1].observe(seconds)
+
+    def _room_series(self, room: str) -> tuple[Any, Any]:
+        """A room's calls-started counter and call-duration histogram, looked up once rather than by
+        `labels()` (a lock and a tuple of label values) at every call."""
+        series = self._per_room.get(room)
+        if series is None:
+            series = self._per_room[room] = (self.calls_started.labels(room), self.call_seconds.labels(room))
+        return series
 
     def searched(self, room: str, seconds: float) -> None:
         self.searches.labels(room).observe(seconds)
