@@ -38,12 +38,13 @@ import random
 import re
 import sys
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rank_bm25 import BM25Okapi
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -236,6 +237,23 @@ def cutting(ratio: float, first: int) -> type[ToolIndex]:
             return len(scores)
 
     return Cutting
+
+
+class QueryTfSaturated(ToolIndex):
+    """Okapi's k3 on the query side: a term said n times in the request counts
+    (k3 + 1) n / (k3 + n) times, not n (measured, not kept: bench/README.md)."""
+
+    K3 = 1.0
+
+    def _bm25_totals(self, query_terms: list[str]) -> Any:
+        bm25 = self._bm25
+        bm25.sync()
+        totals = np.zeros(len(self._key_at))
+        for term, count in Counter(query_terms).items():
+            if term in bm25.postings:
+                slots, contribution = bm25._contribution(term)
+                totals[slots] += (self.K3 + 1) * count / (self.K3 + count) * contribution
+        return totals
 
 
 def tool_index_search(tools: list[IndexedTool], index_class: type[ToolIndex] = ToolIndex) -> Search:
@@ -593,7 +611,8 @@ def systems_of(data: Dataset, ablation: bool, embedder) -> list[tuple[str, Calla
         ]
     systems.append(("ToolIndex (+ AutoCut) = bridge", lambda: tool_index_search(tools)))
     if ablation:
-        systems += [("bridge, request parts, RRF (not kept)", lambda: split_search(tools, "rrf")),
+        systems += [("bridge, query tf k3 = 1 (not kept)", lambda: tool_index_search(tools, QueryTfSaturated)),
+                    ("bridge, request parts, RRF (not kept)", lambda: split_search(tools, "rrf")),
                     ("bridge, request parts, turns (not kept)", lambda: split_search(tools, "turns"))]
     if embedder is not None:
         systems.append(("hybrid (bridge + model)", lambda: hybrid_search(tools, embedder)))
