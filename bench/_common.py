@@ -297,7 +297,7 @@ def floor_main(port: int, page_hop: bool = False) -> None:
 
     server = McpServer("floor", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
                        get_tool_input_schema=schemas.get)
-    # The bridge's own transport settings, so both pay for the same checks.
+    # A Host and Origin check on every request, as the bridge makes in front of its endpoints.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
                                          allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
                                          allowed_origins=["http://127.0.0.1:*", "http://localhost:*",
