@@ -417,7 +417,12 @@ async def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     return await worker_for(embedder).query(text)
 
 
-async def embed_pending(index: Any, batch: int = 32) -> int:
+# Tool texts in one model call of `embed_pending`: a query asked meanwhile waits for that call to
+# end, and a call of 8 texts takes a few tens of ms on one core (8 queries' worth).
+DOCUMENT_BATCH = 8
+
+
+async def embed_pending(index: Any, batch: int = DOCUMENT_BATCH) -> int:
     """Embed every tool of `index` (a ToolIndex) still lacking a vector, `batch` texts per
     model call on the embedder's thread (small: a query waits for at most one), handing each
     batch back on the loop; the number

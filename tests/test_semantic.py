@@ -188,6 +188,46 @@ def test_embed_pending_runs_the_model_off_the_loop() -> None:
     assert len(model_threads) == 4 and all(thread is not loop_thread[0] for thread in model_threads)
 
 
+def test_a_query_asked_while_tools_are_embedded_waits_for_one_small_call_of_tool_texts() -> None:
+    calls: list[str] = []
+    first_call, release = threading.Event(), threading.Event()
+
+    class Held(WordHashEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            calls.append(f"{len(texts)} texts")
+            if len(calls) == 1:
+                first_call.set()
+                assert release.wait(10)
+            return super().embed_documents(texts)
+
+        def embed_query(self, text: str) -> np.ndarray:
+            calls.append("query")
+            return super().embed_query(text)
+
+    embedder = Held()
+    nouns = ["invoice", "order", "ticket", "report", "flight", "meeting", "photo", "payment", "contract", "note"]
+    tools = [tool(f"get_{noun}", f"Get the {noun} by its number") for noun in nouns]  # 20 texts
+
+    async def main() -> None:
+        embedding = asyncio.create_task(embed_pending(ToolIndex(tools, embedder=embedder)))
+        assert await asyncio.to_thread(first_call.wait, 10)
+        query = asyncio.create_task(embed_query(embedder, "rain"))
+        while bridge.semantic.worker_for(embedder).queries_waiting == 0:
+            await asyncio.sleep(0.001)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(embedding, query), 10)
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+    # The query waited for one call of a few texts, then went before the other texts.
+    batch = bridge.semantic.DOCUMENT_BATCH
+    assert batch <= 8 and calls[:2] == [f"{batch} texts", "query"]
+    assert sum(int(call.split()[0]) for call in calls[2:]) == 20 - batch
+    assert all(int(call.split()[0]) <= batch for call in calls[2:])
+
+
 def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None:
     class Failing(WordHashEmbedder):
         def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
