@@ -221,11 +221,11 @@ class Bridge:
                 return FileResponse(WEB_CLIENT / name)
             return Handler(serve)
 
-        direct: list[BaseRoute] = [
-            WebSocketRoute("/agui/ws", PageSocket(self.pages)),  # no CORS: the endpoint checks the page's Origin
-            Route("/agui/events", Handler(self.pages.events), methods=["GET"], middleware=for_pages),
+        direct: list[BaseRoute] = [  # agents' requests first: one a call, where a page opens its two once
             Route("/mcp", self.mcp, middleware=for_agents),
             Route("/rooms/{room}/mcp", self.mcp, middleware=for_agents),
+            Route("/agui/events", Handler(self.pages.events), methods=["GET"], middleware=for_pages),
+            WebSocketRoute("/agui/ws", PageSocket(self.pages)),  # no CORS: the endpoint checks the page's Origin
         ]
         routed: list[BaseRoute] = [
             Route("/agui/run", self.agui, middleware=for_pages),
