@@ -99,49 +99,46 @@ class FastEmbedEmbedder:
         self._model = model
         self.name = name
         # The model's tokenizer (fastembed's, also used by the model itself on this thread), to
-        # count a query's tokens; None: queries go to the model as they are.
+        # count a text's tokens; None: texts are grouped by their characters.
         self._tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        # Shortest first: a batch is padded to its longest text, and a tool's name (a few
-        # words) batched with descriptions would cost as much as one.
-        order = sorted(range(len(texts)), key=lambda at: len(texts[at]))
-        embedded = np.asarray(list(self._model.passage_embed([texts[at] for at in order], batch_size=64)),
-                              dtype=np.float32)
-        vectors = np.empty_like(embedded)
-        vectors[order] = embedded
-        return _normalised(vectors)
+        """Tool texts, in model calls of texts of about one length (`length_groups`): a call pads
+        every text to its longest, and a tool's name (a few words) in a call with descriptions
+        would cost as much as one."""
+        texts, lengths = self._tokens(list(texts), cut=None)
+        return self._embedded(self._model.passage_embed, texts, lengths)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """embed_query of many texts: each cut to QUERY_TOKENS tokens, in model calls of
-        queries of about one length (`length_groups`), as a call pads every query to its longest."""
-        texts, lengths = self._cut(list(texts))
-        vectors: np.ndarray | None = None
-        for group in length_groups(lengths):
-            embedded = np.asarray(list(self._model.query_embed([texts[at] for at in group], batch_size=len(group))),
-                                  dtype=np.float32)
-            if vectors is None:
-                vectors = np.empty((len(texts), embedded.shape[1]), dtype=np.float32)
-            vectors[group] = embedded
-        return _normalised(vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32))
+        queries of about one length (`length_groups`)."""
+        texts, lengths = self._tokens(list(texts), cut=QUERY_TOKENS)
+        return self._embedded(self._model.query_embed, texts, lengths)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_queries([text])[0]
 
-    def _cut(self, texts: list[str]) -> tuple[list[str], list[int]]:
-        """The texts cut to their first QUERY_TOKENS tokens (the model's markers included), and
-        each one's tokens."""
+    def _embedded(self, embed: Callable[..., Any], texts: list[str], lengths: list[int]) -> np.ndarray:
+        vectors: np.ndarray | None = None
+        for group in length_groups(lengths):
+            embedded = np.asarray(list(embed([texts[at] for at in group], batch_size=len(group))), dtype=np.float32)
+            if vectors is None:
+                vectors = np.empty((len(texts), embedded.shape[1]), dtype=np.float32)
+            vectors[group] = embedded
+        return _normalised(vectors) if vectors is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def _tokens(self, texts: list[str], cut: int | None) -> tuple[list[str], list[int]]:
+        """Each text's tokens (the model's markers included), the texts past `cut` tokens cut
+        there (the model cuts the others at its own limit)."""
         if self._tokenizer is None:
             return texts, [len(text) // 4 + 2 for text in texts]  # a length to group by
         lengths = []
         for at, encoding in enumerate(self._tokenizer.encode_batch(texts)):
             length = sum(encoding.attention_mask)  # the encoding is padded to the batch's longest
-            if length > QUERY_TOKENS:
+            if cut is not None and length > cut:
                 # Up to the end of the last word piece kept (the last token is the end marker).
-                texts[at] = texts[at][:encoding.offsets[QUERY_TOKENS - 2][1]]
-                length = QUERY_TOKENS
+                texts[at] = texts[at][:encoding.offsets[cut - 2][1]]
+                length = cut
             lengths.append(length)
         return texts, lengths
 
@@ -154,16 +151,17 @@ QUERY_TOKENS = 128
 CALL_TOKENS = 12
 
 
-def length_groups(lengths: Sequence[int]) -> list[list[int]]:
-    """The positions of `lengths`, in groups of near lengths, one model call each: the groups
-    that make the least work when each call costs CALL_TOKENS plus its size times its longest."""
+def length_groups(lengths: Sequence[int], largest: int = 64) -> list[list[int]]:
+    """The positions of `lengths`, in groups of near lengths and at most `largest`, one model call
+    each: the groups that make the least work when each call costs CALL_TOKENS plus its size
+    times its longest."""
     order = sorted(range(len(lengths)), key=lambda at: lengths[at])
     # best[j]: the least work for the j shortest; cut[j]: where the last of their groups starts.
     best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
     for end in range(1, len(order) + 1):
         longest = lengths[order[end - 1]]
         best[end], cut[end] = min((best[start] + CALL_TOKENS + (end - start) * longest, start)
-                                  for start in range(end))
+                                  for start in range(max(0, end - largest), end))
     groups, end = [], len(order)
     while end:
         groups.append(order[cut[end]:end])

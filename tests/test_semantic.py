@@ -353,6 +353,35 @@ def test_the_real_model_cuts_a_long_query_and_embeds_queries_of_mixed_lengths_as
     assert not np.allclose(together[1], minilm.embed_query(phrase * 5), atol=1e-3)
 
 
+class RecordingCalls:
+    """The real fastembed model, each call's texts recorded."""
+
+    def __init__(self, model) -> None:
+        self._real, self.model, self.calls = model, model.model, []  # .model: its tokenizer's holder
+
+    def passage_embed(self, texts: list[str], batch_size: int):
+        self.calls.append(list(texts))
+        return self._real.passage_embed(texts, batch_size=batch_size)
+
+    def query_embed(self, texts: list[str], batch_size: int):
+        self.calls.append(list(texts))
+        return self._real.query_embed(texts, batch_size=batch_size)
+
+
+def test_the_real_model_embeds_names_and_descriptions_in_calls_of_their_own(minilm) -> None:
+    names = ["get weather", "send email", "play music", "book flight"]
+    descriptions = ["Weather forecast for a city, by the hour or by the day, with rain and wind for a week",
+                    "Send an email to one contact or many, with a subject, a body, attachments and copies",
+                    "Play a song, an album or a playlist from the library, shuffled or in order, on a device",
+                    "Book a plane ticket between two airports for one or more passengers, with seats and bags"]
+    texts = [text for pair in zip(names, descriptions) for text in pair]  # as a job holds them: tool by tool
+    recording = RecordingCalls(minilm._model)
+    vectors = bridge.semantic.FastEmbedEmbedder(recording, minilm.name).embed_documents(texts)
+    assert sorted(map(sorted, recording.calls)) == [sorted(descriptions), sorted(names)]
+    alone = np.stack([minilm.embed_documents([text])[0] for text in texts])
+    assert np.allclose(vectors, alone, atol=1e-5)
+
+
 def test_queries_of_near_lengths_share_a_model_call_and_a_long_one_has_its_own() -> None:
     assert bridge.semantic.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
     assert bridge.semantic.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
