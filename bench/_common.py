@@ -503,12 +503,37 @@ class _PagesHost:
         raise ValueError(f"unknown command {cmd}")
 
 
-class Pages:
-    """The driver's handle on a pages process."""
+class CommandProcess:
+    """The driver's handle on a process that takes commands as JSON lines on stdin and answers each
+    with one JSON line on stdout (`{"error": ...}` when it failed)."""
+
+    name = "process"
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.pid = proc.pid
+
+    async def reply(self, cmd: str = "") -> dict:
+        assert self.proc.stdout is not None
+        line = await self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} process exited ({await self.proc.wait()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.name}: {cmd}: {reply['error']}")
+        return reply
+
+    async def do(self, cmd: str, **kw: Any) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"cmd": cmd, **kw}) + "\n").encode())
+        await self.proc.stdin.drain()
+        return await self.reply(cmd)
+
+
+class Pages(CommandProcess):
+    """The driver's handle on a pages process."""
+
+    name = "pages"
 
     @classmethod
     async def start(cls, bridge: Server) -> Pages:
@@ -516,18 +541,6 @@ class Pages:
             sys.executable, str(Path(__file__)), "pages", "--url", bridge.url, cwd=ROOT,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 26)
         return cls(proc)
-
-    async def do(self, cmd: str, **kw: Any) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((json.dumps({"cmd": cmd, **kw}) + "\n").encode())
-        await self.proc.stdin.drain()
-        line = await self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the pages process exited ({await self.proc.wait()})")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(f"pages: {cmd}: {reply['error']}")
-        return reply
 
     async def stop(self) -> None:
         if self.proc.returncode is None:

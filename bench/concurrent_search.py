@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
+from _common import CommandProcess, Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
 from bridge.config import Settings  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
@@ -222,12 +222,13 @@ class BridgeSide:
             await asyncio.wait_for(self.server.stop(), 10)
 
 
-class BridgeProcess:
+class BridgeProcess(CommandProcess):
     """The driver's handle on the bridge's process."""
 
+    name = "bridge"
+
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.pid = proc.pid
+        super().__init__(proc)
         self.url = ""
 
     @classmethod
@@ -237,24 +238,8 @@ class BridgeProcess:
             argv += ["--model", args.model, "--model-path", model_path]
         self = cls(await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
                                                         stdout=asyncio.subprocess.PIPE, limit=1 << 26))
-        self.url = f"http://127.0.0.1:{(await self._reply())['port']}"
+        self.url = f"http://127.0.0.1:{(await self.reply('start'))['port']}"
         return self
-
-    async def _reply(self) -> dict:
-        assert self.proc.stdout is not None
-        line = await self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the bridge's process exited ({await self.proc.wait()})")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(f"bridge: {reply['error']}")
-        return reply
-
-    async def do(self, cmd: str, **kw: Any) -> dict:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps({"cmd": cmd, **kw}) + "\n").encode())
-        await self.proc.stdin.drain()
-        return await self._reply()
 
     async def stop(self) -> None:
         assert self.proc.stdin is not None
