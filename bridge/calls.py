@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import secrets
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -83,7 +83,7 @@ class CallTable:
     def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
              on_note: NoteSink | None = None) -> Call:
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
-        call_id = "c_" + secrets.token_urlsafe(12)
+        call_id = "c_" + os.urandom(12).hex()
         loop = asyncio.get_running_loop()
         call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
                     loop.time() + self.timeout, on_note)

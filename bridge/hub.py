@@ -546,19 +546,24 @@ class Hub:
 
     def _finished(self, room: str, tool: str, session_id: str, outcome: Outcome, seconds: float) -> None:
         """One log line per call, the observers told, and refusals kept for the dashboard."""
-        log.info("call room=%s tool=%s page=%s outcome=%s duration=%.3fs", room, tool, session_id[:6], outcome.kind,
-                 seconds, extra={"room": room, "tool": tool, "page": session_id[:6], "outcome": outcome.kind,
-                                 "duration_s": round(seconds, 6)})
+        if log.isEnabledFor(logging.INFO):
+            page = session_id[:6]
+            log.info(f"call room={room} tool={tool} page={page} outcome={outcome.kind} duration={seconds:.3f}s",
+                     extra={"call": {"room": room, "tool": tool, "page": page, "outcome": outcome.kind,
+                                     "duration_s": round(seconds, 6)}})
         if outcome.kind in REFUSALS:
             self.refused.appendleft({"room": room, "tool": tool, "reason": outcome.error, "at": time.time()})
         for observer in self.observers:
             observer.call_finished(room, outcome.kind, seconds)
 
 
+_STRICT_JSON = json.JSONEncoder(allow_nan=False)  # built once: json.dumps builds one per call for such options
+
+
 def _not_json(arguments: dict[str, Any]) -> str | None:
     """Pages parse with JSON.parse, which refuses NaN and Infinity: such a call could never be answered."""
     try:
-        json.dumps(arguments, allow_nan=False)
+        _STRICT_JSON.encode(arguments)
     except ValueError:
         return "(arguments): a number is NaN or infinite, which JSON cannot carry to the page"
     return None

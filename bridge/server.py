@@ -28,7 +28,6 @@ from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream,
 from bridge.connections import ConnectionGuard, RepeatedErrorFilter, connection_cap, guarded_protocol, open_file_limit
 
 log = logging.getLogger("bridge")
-CALL_FIELDS = ("room", "tool", "page", "outcome", "duration_s")
 
 
 class LineFormatter(logging.Formatter):
@@ -54,7 +53,7 @@ class JsonFormatter(LineFormatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
                  "message": record.getMessage()}
-        entry |= {name: getattr(record, name) for name in CALL_FIELDS if hasattr(record, name)}
+        entry |= getattr(record, "call", {})  # a call's line carries its fields
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
