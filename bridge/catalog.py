@@ -211,6 +211,7 @@ class Room:
         self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
         self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
         self._activated: OrderedDict[str, None] = OrderedDict()  # least recently used first
+        self._pinned: dict[str, None] = {}  # listed whatever the limits; kept apart so no listing scans every tool
         self.activation_changes = 0  # bumped when `activated` (its order too) changes
         self._index = ToolIndex(embedder=embedder)
         self._seq = 0
@@ -269,11 +270,11 @@ class Room:
         # max_activated of them, see activate).
         listed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (seq, as listed)
         room_for, budget = p.inline_max - p.meta_tools, p.inline_token_budget - p.meta_tool_tokens
-        for tool in self._tools.values():
-            if tool.definition.pinned:
-                described = self.describe(tool, p.description_max_chars)
-                listed[tool.key] = tool.seq, described
-                room_for, budget = room_for - 1, budget - estimate_tokens(described)
+        for key in self._pinned:
+            tool = self._tools[key]
+            described = self.describe(tool, p.description_max_chars)
+            listed[tool.key] = tool.seq, described
+            room_for, budget = room_for - 1, budget - estimate_tokens(described)
         for tool in self._tools.values():
             if tool.definition.pinned:
                 continue
@@ -315,7 +316,10 @@ class Room:
                 existing.definition, existing.app = definition, app
                 existing._checks.clear()
                 if definition.pinned:
+                    self._pinned[existing.key] = None
                     self._activated.pop(existing.key, None)  # listed anyway: it takes no activation slot
+                else:
+                    self._pinned.pop(existing.key, None)
                 registered.append(existing)
                 continue
             self._seq += 1
@@ -324,6 +328,8 @@ class Room:
             tool = Tool(key, definition.name, session_id, definition, app, page_label, self._seq)
             self._tools[tool.key] = tool
             self._by_page[(session_id, definition.name)] = tool
+            if definition.pinned:
+                self._pinned[tool.key] = None
             self._name_counts[definition.name] += 1
             registered.append(tool)
         if registered:
@@ -363,6 +369,7 @@ class Room:
             if not self._name_counts[tool.page_name]:
                 del self._name_counts[tool.page_name]
             self._activated.pop(tool.key, None)
+            self._pinned.pop(tool.key, None)
         if doomed:
             self._index.remove(t.key for t in doomed)
             self._changed()

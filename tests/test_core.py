@@ -144,6 +144,19 @@ def test_activation_is_idempotent_and_lists_the_tool():
     assert len(changes) == 1
 
 
+def test_pinned_tools_are_listed_in_search_mode_until_unpinned_or_gone():
+    room = Room("r", ListingPolicy(inline_max=4, meta_tools=3))
+    room.register("S", None, [definition(f"t{i}") for i in range(6)])
+    room.register("S", None, [definition("t5").model_copy(update={"pinned": True})])
+    assert [t["name"] for t in room.listing().tools] == ["t5"]  # the one slot left went to the pinned tool
+    room.register("S", None, [definition("t5")])  # registered again without the pin
+    assert [t["name"] for t in room.listing().tools] == ["t0"]
+    room.register("S", None, [definition("t3").model_copy(update={"pinned": True})])
+    assert [t["name"] for t in room.listing().tools] == ["t3"]
+    room.unregister("S", ["t3"])
+    assert [t["name"] for t in room.listing().tools] == ["t0"] and not room.is_deferred("t0")
+
+
 # --- results -----------------------------------------------------------------------------------
 
 
