@@ -76,7 +76,7 @@ class TrustedHosts:
         if host is not None and host not in self._refused and len(self._refused) < 100:
             self._refused.add(host)
             host_log.warning("refused a request for Host %s; if clients reach the bridge by that name, start it with "
-                        "--public-hosts %s", host, name)
+                             "--public-hosts %s", host, name)
         what = f"the Host {host}" if host is not None else "a request without a Host header"
         return PlainTextResponse(f"This bridge does not answer {what}. If clients reach it by that name, start "
                                  f"the bridge with --public-hosts {name or '<name>'} (besides the names it has).",
