@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from typing import Any, Final, get_args
+from weakref import WeakKeyDictionary
 
 import mcp_types as types
 from mcp.server.connection import allowed_log_levels
@@ -45,25 +46,16 @@ def client_capabilities(ctx: ServerRequestContext) -> dict[str, Any]:
         declared = ((ctx.params or {}).get("_meta") or {}).get(CLIENT_CAPABILITIES_META_KEY)
         return declared if isinstance(declared, dict) else {}
     params = ctx.session.client_params
-    return _declared_at_initialize(params.capabilities) if params else {}
-
-
-_DECLARED_KEPT = 1024
-_declared: OrderedDict[int, tuple[types.ClientCapabilities, dict[str, Any]]] = OrderedDict()
-
-
-def _declared_at_initialize(capabilities: types.ClientCapabilities) -> dict[str, Any]:
-    """A handshake session's capabilities as JSON, dumped once per session rather than per call (the
-    entry holds the object, so its id is not reused while kept)."""
-    kept = _declared.get(id(capabilities))
-    if kept is not None and kept[0] is capabilities:
-        _declared.move_to_end(id(capabilities))
-        return kept[1]
-    dumped = capabilities.model_dump(by_alias=True, exclude_none=True, mode="json")
-    _declared[id(capabilities)] = (capabilities, dumped)
-    if len(_declared) > _DECLARED_KEPT:
-        _declared.popitem(last=False)
+    if params is None:
+        return {}
+    dumped = _declared.get(ctx.session)
+    if dumped is None:  # dumped once per session rather than per call; forgotten with the session
+        dumped = _declared[ctx.session] = params.capabilities.model_dump(by_alias=True, exclude_none=True,
+                                                                          mode="json")
     return dumped
+
+
+_declared: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()  # handshake session -> its capabilities
 
 
 def answers_in(ctx: ServerRequestContext) -> dict[str, Any]:
