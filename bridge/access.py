@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
@@ -24,13 +24,10 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
-
-if TYPE_CHECKING:
-    from bridge.config import Settings
+from bridge.config import LOOPBACK_HOSTS, Settings
 
 log = logging.getLogger("bridge.pages")
 host_log = logging.getLogger("bridge.access")
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def origin_pattern(patterns: str) -> re.Pattern[str]:
@@ -56,9 +53,9 @@ class TrustedHosts:
     """
 
     def __init__(self, settings: Settings) -> None:
-        names = list(LOOPBACK_NAMES)
-        if not settings.loopback_only and settings.host not in ("0.0.0.0", "::"):
-            names.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+        addresses = [*LOOPBACK_HOSTS, *(() if settings.loopback_only or settings.host in ("0.0.0.0", "::")
+                                       else (settings.host,))]
+        names = [f"[{address}]" if ":" in address else address for address in addresses]  # as a Host names them
         names += [h.strip() for h in settings.public_hosts.split(",") if h.strip()]
         self.patterns = [name if _has_port(name) else f"{name}:*" for name in names]
         self.pattern = origin_pattern(",".join(self.patterns).lower())
