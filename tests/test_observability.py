@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
+from bridge.metrics import CALL_BUCKETS, Histogram
 from support import eventually, free_port, open_page, page, running_bridge, tool
 
 ECHO = tool("echo", "Echo the text back.", {"text": {"type": "string"}}, ["text"])
@@ -52,6 +53,18 @@ async def test_metrics_count_pages_tools_calls_and_searches():
         assert got[("agui_bridge_call_duration_seconds_count", room)] == 2
         assert got[("agui_bridge_search_duration_seconds_count", room)] == 1
         assert got[("agui_bridge_calls_in_flight", room)] == 0
+        buckets = [value for (name, labels), value in got.items() if name == "agui_bridge_call_duration_seconds_bucket"]
+        assert len(buckets) == len(CALL_BUCKETS) + 1 and max(buckets) == 2
+        assert got[("agui_bridge_call_duration_seconds_bucket", (("le", "+Inf"), ("room", "default")))] == 2
+        assert got[("agui_bridge_call_duration_seconds_sum", room)] > 0
+
+
+def test_histogram_buckets_hold_their_bound_and_count_upwards():
+    histogram = Histogram((0.005, 0.01, 1.0))
+    for seconds in (0.005, 0.0051, 0.5, 1.0, 700.0):
+        histogram.observe(seconds)
+    assert histogram.cumulative() == [("0.005", 1), ("0.01", 2), ("1.0", 4), ("+Inf", 5)]
+    assert histogram.sum == 0.005 + 0.0051 + 0.5 + 1.0 + 700.0
 
 
 async def test_metrics_count_event_stream_reconnects():
