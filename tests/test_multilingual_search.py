@@ -7,30 +7,21 @@ and one search through a real bridge.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from bridge.search import IndexedTool, SearchHit, ToolIndex
-from bridge.tokenizer import compact, letter_trigrams, query_terms, split_words, terms, words
+from bridge.tokenizer import (compact, letter_trigrams, mostly_in, query_terms, script_of, scripts_of_languages,
+                              split_words, terms, words)
+from search_support import MULTILINGUAL_ENTRIES, indexed
 from support import page, running_bridge, tool
-
-CATALOG = Path(__file__).resolve().parent.parent / "bench" / "data" / "multilingual_tools.json"
-ENTRIES = json.loads(CATALOG.read_text())["tools"]
-
-
-def indexed(entry: dict) -> IndexedTool:
-    properties = {name: {"type": "string", "description": about} for name, about in entry.get("parameters", {}).items()}
-    return IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
-                       input_schema={"type": "object", "properties": properties})
 
 
 @pytest.fixture(scope="module")
 def catalog() -> ToolIndex:
-    return ToolIndex(map(indexed, ENTRIES))
+    return ToolIndex(map(indexed, MULTILINGUAL_ENTRIES))
 
 
 def keys(hits: list[SearchHit]) -> list[str]:
@@ -112,7 +103,7 @@ def test_most_requests_of_the_catalog_find_their_tool_in_the_top_five(catalog: T
     # All of the catalog's Chinese, Japanese and Korean requests, as bench/search_quality.py
     # counts them; some ask with words no description has ("雾霾", "치킨"), so not all.
     ranks = []
-    for entry in ENTRIES:
+    for entry in MULTILINGUAL_ENTRIES:
         if entry["lang"] in ("zh", "ja", "ko"):
             for query in entry["queries"]:
                 found = keys(catalog.search(query, limit=10))
@@ -178,6 +169,36 @@ def test_english_text_gives_the_terms_it_gave() -> None:
                                                                          "boss*"]
 
 
+# --- scripts: which text a model can read (bridge.semantic.covered_scripts) ------------------------
+
+
+def test_each_letter_has_its_script_and_other_characters_none() -> None:
+    assert [script_of(letter) for letter in "aßЖΩعאअก한がガー中𠀀"] == [
+        "Latin", "Latin", "Cyrillic", "Greek", "Arabic", "Hebrew", "Devanagari", "Thai", "Hangul", "Hiragana",
+        "Katakana", "Katakana", "Han", "Han"]
+    assert [script_of(letter) for letter in "Ａｶª"] == ["Latin", "Katakana", "Latin"]  # as their NFKC forms
+    assert [script_of(other) for other in "1 _。、〇"] == [""] * 6  # digits, spaces, punctuation, 〇 (a number)
+
+
+def test_text_is_mostly_in_the_scripts_that_write_at_least_half_of_its_letters() -> None:
+    latin = frozenset({"Latin"})
+    assert mostly_in("export the table to Excel", latin) and mostly_in("export 表格 to Excel", latin)
+    assert not mostly_in("确认转账", latin) and not mostly_in("把表格导出为Excel", latin)
+    assert mostly_in("用Excel导出表格", latin)  # five letters each way
+    assert mostly_in("2024-11-24", latin) and mostly_in("", latin)  # no letter: nothing the model cannot read
+    assert not mostly_in("Погода в Москве", latin) and mostly_in("Погода в Москве", frozenset({"Latin", "Cyrillic"}))
+
+
+def test_the_scripts_of_the_languages_a_model_description_names() -> None:
+    # As fastembed describes its models.
+    assert scripts_of_languages("Text embeddings, Unimodal (text), English, 256 input tokens truncation") == {"Latin"}
+    assert scripts_of_languages("supports mixed Chinese-English input text") == {"Han", "Latin"}
+    assert scripts_of_languages("Multilingual (German, English)") == {"Latin"}
+    assert scripts_of_languages("Japanese") == {"Han", "Hiragana", "Katakana"}
+    assert scripts_of_languages("Multilingual (~50 languages)") is None  # none named: every script
+    assert scripts_of_languages("") is None
+
+
 # --- the query path --------------------------------------------------------------------------
 
 
@@ -206,7 +227,7 @@ def test_a_character_finds_the_tools_that_hold_it_and_no_other(catalog: ToolInde
 
 async def test_an_agent_finds_a_chinese_tool_with_a_chinese_query() -> None:
     filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
-    chinese = [tool(entry["name"], entry["description"]) for entry in ENTRIES if entry["lang"] == "zh"]
+    chinese = [tool(entry["name"], entry["description"]) for entry in MULTILINGUAL_ENTRIES if entry["lang"] == "zh"]
     async with running_bridge(inline_max=5) as b, page(b, *filler, *chinese), \
             Client(b.mcp_url(), mode="legacy") as client:
         assert "confirm_transfer" not in [t.name for t in (await client.list_tools()).tools]  # deferred
