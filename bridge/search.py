@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from bridge.bm25 import B, K1, LiveBM25
-from bridge.semantic import Embedder, EmbeddingJob
+from bridge.semantic import Embedder, EmbeddingJob, covered_scripts
 from bridge.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
-                              letters_and_digits, query_terms, stem, terms, tokenize, words)
+                              letters_and_digits, mostly_in, query_terms, stem, terms, tokenize, words)
 from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
 from bridge.vectors import ToolVectors
 
@@ -235,11 +235,14 @@ class ToolIndex:
 
     def query_embedder(self, query: str) -> Embedder | None:
         """The model whose vector of `query` search() would fuse in; None when it would search
-        by words only (no embedder, no tool embedded yet, or a blank query)."""
+        by words only: no embedder, no tool embedded yet, a blank query, or a query mostly in
+        scripts the model was not trained on (bridge.semantic.covered_scripts), whose vector
+        would be noise that moves the words' hits down."""
         vectors = self._vectors
         if vectors is None or not vectors.count or not query.strip():
             return None
-        return vectors.embedder
+        scripts = covered_scripts(vectors.embedder)
+        return vectors.embedder if scripts is None or mostly_in(query, scripts) else None
 
     def _fuse(self, lexical: dict[int, float], similarity: np.ndarray, depth: int) -> dict[int, float]:
         """FUSION_WEIGHT x lexical score / best lexical score + (1 - FUSION_WEIGHT) x the
