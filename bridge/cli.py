@@ -27,9 +27,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     logging.config.dictConfig(log_config(settings.log_json))
     logging.getLogger().setLevel(settings.log_level.upper())
-    # This process's log lines name no thread or process: a record need not look them up (a call's line
-    # is written for every call).
+    # This process's log lines name no thread, process or source line: a record need not look them up
+    # (a call's line is written for every call; the logging HOWTO's "Optimization" lists these switches).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging._srcfile = None
     try:
         if args.command == "serve":
             asyncio.run(serve(settings, ready=_announce))
