@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def squared_idf(corpus_size: int, df: int) -> float:
     return math.log((corpus_size + 0.5) / (df + 0.5)) ** 2
 
 
-Change = tuple[int, int, Counter[str]]  # +1 (put) or -1 (clear), the slot, the document's term counts
+Change = tuple[int, int, dict[str, int]]  # +1 (put) or -1 (clear), the slot, the document's term counts
 
 
 class LiveBM25:
@@ -58,14 +58,19 @@ class LiveBM25:
 
     So the first query after a change costs about what a query on an unchanged catalog
     does, plus the terms of the tools that changed.
+
+    What lives as long as the documents is kept where the garbage collector does not look,
+    so that a full collection does not walk every document: a document's counts are a
+    plain dict of strings to ints, and a term's postings a dict of slots (to None) rather
+    than a set (CPython tracks every set, and a dict only once it holds an object it tracks).
     """
 
     def __init__(self, k1: float = K1, b: float = B, idf: Callable[[int, int], float] = squared_idf) -> None:
         self.k1, self.b, self._idf = k1, b, idf
-        self.doc_freqs: list[Counter[str]] = []  # term counts of the document in each slot
+        self.doc_freqs: list[dict[str, int]] = []  # term counts of the document in each slot
         self.doc_len = np.zeros(64)  # grown by doubling; only the first len(doc_freqs) count
         self.corpus_size = 0
-        self.postings: dict[str, set[int]] = {}  # term -> slots of the documents that have it
+        self.postings: dict[str, dict[int, None]] = {}  # term -> slots of the documents that have it
         self._total_len = 0
         # term -> (its slots, its counts there) as of the last sync().
         self._term_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -79,9 +84,10 @@ class LiveBM25:
     def avgdl(self) -> float:
         return self._total_len / self.corpus_size if self.corpus_size else 0.0
 
-    def put(self, slot: int, counts: Counter[str]) -> list[str]:
+    def put(self, slot: int, term_counts: Mapping[str, int]) -> list[str]:
         """Store a document, as its term counts, in the free `slot` (at most one past the
         last); the terms no other document has."""
+        counts = dict(term_counts.items())  # copied whole, a Counter would pass on being tracked
         if slot == len(self.doc_freqs):
             self.doc_freqs.append(counts)
             if slot == len(self.doc_len):
@@ -91,9 +97,9 @@ class LiveBM25:
         postings, new = self.postings, []
         for term in counts:
             if term in postings:
-                postings[term].add(slot)
+                postings[term][slot] = None
             else:
-                postings[term] = {slot}
+                postings[term] = {slot: None}
                 new.append(term)
         length = sum(counts.values())
         self.doc_len[slot] = length
@@ -103,11 +109,11 @@ class LiveBM25:
 
     def clear(self, slot: int) -> list[str]:
         """Empty `slot`; the terms no document has any more."""
-        counts, self.doc_freqs[slot] = self.doc_freqs[slot], Counter()
+        counts, self.doc_freqs[slot] = self.doc_freqs[slot], {}
         postings, gone = self.postings, []
         for term in counts:
             slots = postings[term]
-            slots.discard(slot)
+            del slots[slot]
             if not slots:
                 del postings[term]
                 gone.append(term)

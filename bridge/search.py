@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -71,7 +71,7 @@ DUPLICATE_SCORE_RATIO = 0.95
 _OVERLAPS_KEPT = 100_000
 
 
-def _overlap(first: Counter[str], second: Counter[str]) -> float:
+def _overlap(first: Mapping[str, int], second: Mapping[str, int]) -> float:
     """Weighted Jaccard of two term bags."""
     shared = sum(min(count, second[term]) for term, count in first.items() if term in second)
     return shared / (sum(first.values()) + sum(second.values()) - shared) if shared else 0.0
@@ -97,14 +97,17 @@ class ToolIndex:
     def __init__(self, tools: Iterable[IndexedTool] = (), embedder: Embedder | None = None) -> None:
         """`embedder` (see bridge.semantic): with one, tools are also found by meaning once
         embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
-        without, search is lexical only."""
+        without, search is lexical only.
+
+        Sets of slots or stems are dicts to None, as in bridge.bm25: out of the garbage
+        collector's sight, so that a full collection does not walk the index."""
         self._vectors = ToolVectors(embedder) if embedder is not None else None
         self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
         self._key_at: list[str | None] = []
         self._free_slots: list[int] = []
         # Exact-name lookup: compact name or key, and stemmed name words -> slots.
-        self._by_name: dict[str, set[int]] = {}
+        self._by_name: dict[str, dict[int, None]] = {}
         self._name_forms_at: list[tuple[str, ...]] = []
         # The substring fallback searches all compact names at once, joined into one string
         # that is rebuilt on the first fallback after a change.
@@ -113,9 +116,9 @@ class ToolIndex:
         # Trigram rerank: trigram -> stems holding it (changes only with the vocabulary),
         # trigram document frequencies computed since the last change, and the counted
         # trigrams of recently reranked tools by slot.
-        self._stems_with: dict[str, set[str]] = {}
+        self._stems_with: dict[str, dict[str, None]] = {}
         self._trigram_df: dict[str, int] = {}  # before the cap at N, as of the last _sync()
-        self._trigram_bags: dict[int, Counter[str]] = {}
+        self._trigram_bags: dict[int, dict[str, int]] = {}
         self._overlaps: dict[tuple[int, int], float] = {}  # near-duplicate test, until a change
         self.add(tools)
 
@@ -143,16 +146,16 @@ class ToolIndex:
             heading_words = name_words + words(tool.title) if tool.title else name_words
             for term in self._bm25.put(slot, word_counts(heading_words, body(tool))):
                 for trigram in letter_trigrams(term):  # a stem new to the room: rare once warm
-                    self._stems_with.setdefault(trigram, set()).add(term)
+                    self._stems_with.setdefault(trigram, {})[term] = None
             self._compact_name_at[slot] = compact_name = compact(tool.name)
             self._name_forms_at[slot] = forms = _name_forms(tool, compact_name, name_words)
             if self._vectors is not None:
                 self._vectors.add(slot, embedding_texts(tool, name_words))
             for form in forms:
                 if form in by_name:
-                    by_name[form].add(slot)
+                    by_name[form][slot] = None
                 else:
-                    by_name[form] = {slot}
+                    by_name[form] = {slot: None}
 
     def remove(self, keys: Iterable[str]) -> None:
         """Drop the tools with these keys; unknown keys are ignored."""
@@ -387,7 +390,7 @@ class ToolIndex:
                                for trigram in bag.keys() & weights.keys())
         return scores
 
-    def _trigram_bag(self, slot: int) -> Counter[str]:
+    def _trigram_bag(self, slot: int) -> dict[str, int]:
         """The counted trigrams of the stems of the tool in `slot` (kept for the next query)."""
         bags = self._trigram_bags
         bag = bags.pop(slot, None)
@@ -395,11 +398,12 @@ class ToolIndex:
             # Each stem counted as for BM25 (name words weighted): once for every stem in one
             # pass, then the rest for the few that repeat, instead of expanding every count.
             counts = self._bm25.doc_freqs[slot]
-            bag = Counter(chain.from_iterable(map(letter_trigrams, counts)))
+            counted = Counter(chain.from_iterable(map(letter_trigrams, counts)))
             for term, count in counts.items():
                 if count > 1:
                     for trigram in letter_trigrams(term):
-                        bag[trigram] += count - 1
+                        counted[trigram] += count - 1
+            bag = dict(counted.items())  # untracked, as bridge.bm25 keeps its documents' counts
             if len(bags) >= _TRIGRAM_BAGS_KEPT:
                 del bags[next(iter(bags))]  # the least recently used: dicts keep insertion order
         bags[slot] = bag  # (re)inserted last: the most recently used
@@ -408,7 +412,7 @@ class ToolIndex:
     def _name_matches(self, query: str) -> set[int]:
         found: set[int] = set()
         for form in _query_name_forms(query):
-            found |= self._by_name.get(form, set())
+            found.update(self._by_name.get(form, ()))
         return found
 
     def _common_word_scores(self, query_terms: list[str]) -> dict[int, float]:
@@ -479,8 +483,8 @@ def _query_name_forms(query: str) -> set[str]:
     return {compact(query), " ".join(tokenize(query))} - {""}
 
 
-def _discard(index: dict[str, set[Any]], key: str, member: Any) -> None:
+def _discard(index: dict[str, dict[Any, None]], key: str, member: Any) -> None:
     members = index[key]
-    members.discard(member)
+    members.pop(member, None)
     if not members:
         del index[key]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 from collections import Counter
+from types import FunctionType, ModuleType
 
 import numpy as np
 import pytest
@@ -408,6 +410,35 @@ def test_removing_a_tool_whose_words_repeat_a_trigram():
     assert "a" not in index and [hit.key for hit in index.search("weather forecast")] == ["b"]
     index.add([IndexedTool("a", "budget_10000", "Limit of 10000 units")])
     assert index.search("budget 10000")[0].key == "a"
+
+
+def tracked_within(root: object) -> int:
+    """Objects the garbage collector tracks that `root` reaches (classes, modules and functions,
+    which every object reaches, not followed): what a full collection walks for it. Tuples are
+    not counted: one holding nothing tracked is untracked by the first collection to see it."""
+    seen, count, stack = set(), 0, [root]
+    while stack:
+        found = stack.pop()
+        if id(found) in seen or not gc.is_tracked(found) or isinstance(found, type | ModuleType | FunctionType):
+            continue
+        seen.add(id(found))
+        count += not isinstance(found, tuple)
+        stack.extend(gc.get_referents(found))
+    return count
+
+
+def test_a_full_collection_walks_no_more_of_a_large_index_than_of_a_small_one() -> None:
+    # A full collection stops the event loop while it walks every tracked object: the index's
+    # per-tool entries (term counts, postings, names) are kept where it does not look.
+    def index_of(n: int) -> ToolIndex:
+        index = ToolIndex(tool(f"app_{n}_{i}", f"Export the invoice number {i} of customer {i % 7}",
+                               input_schema={"properties": {"id": {"description": f"which invoice (#{i})"}}})
+                          for i in range(n))
+        for query in ("export invoice", "customer 3", "app 12"):  # what searches keep counts too
+            index.search(query)
+        return index
+
+    assert tracked_within(index_of(2000)) == tracked_within(index_of(200))
 
 
 # --- the BM25 scorer against rank_bm25's ------------------------------------------------------
