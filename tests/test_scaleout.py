@@ -489,3 +489,19 @@ async def test_a_search_on_one_process_activates_the_tool_for_agents_of_another(
         await asyncio.wait_for(changes.get(), 5)
         assert "invoice_tool" in [t.name for t in (await on_a.list_tools()).tools]
         assert a.hub.room("default").activated == b.hub.room("default").activated
+
+
+async def test_a_search_that_only_reorders_activated_tools_reorders_them_on_every_process(redis_url):
+    """Which activated tool leaves the listing first is the least recently used: every process must
+    agree on that order, also when a search lists nothing new and only uses tools again."""
+    async with bridges(redis_url) as (a, b), page(a, *MANY), Client(b.mcp_url(), mode="2026-07-28") as on_b:
+        await eventually(lambda: len(b.hub.room("default")) == 51)
+        for query in ("create an invoice for a customer", "adjust widget number 45 on the dashboard panel"):
+            await on_b.call_tool("tool_search", {"query": query})
+        await eventually(lambda: a.hub.room("default").activated == b.hub.room("default").activated)
+        before = b.hub.room("default").activated
+        assert "invoice_tool" in before and before[-1] != "invoice_tool"
+        await on_b.call_tool("tool_search", {"query": "create an invoice for a customer"})  # nothing new to list
+        after = b.hub.room("default").activated
+        assert sorted(after) == sorted(before) and after[-1] == "invoice_tool"
+        await eventually(lambda: a.hub.room("default").activated == after)
