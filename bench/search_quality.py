@@ -267,6 +267,7 @@ class PrecomputedQueries:
 
     def __init__(self, embedder, queries: list[str]) -> None:
         self.embedder, self.name = embedder, embedder.name
+        self.scripts = getattr(embedder, "scripts", None)  # what the index asks: see covered_scripts
         batch = getattr(embedder, "embed_queries", None)
         vectors = batch(queries) if batch else [embedder.embed_query(query) for query in queries]
         self.vectors = dict(zip(queries, vectors))
