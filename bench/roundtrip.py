@@ -14,7 +14,7 @@ per call (read from /proc, less sensitive to noise than wall time).
     python bench/roundtrip.py --quick         # ~30 s
     python bench/roundtrip.py --bridge-arg=--log-level=warning    # any flag of `agui-mcp-bridge serve`
     python bench/roundtrip.py --bridge-src /tmp/variant           # a scratch copy of the bridge package
-    python bench/roundtrip.py --profile /tmp/rt   # bridge and floor under py-spy (pip install py-spy)
+    python bench/roundtrip.py --profile /tmp/rt   # bridge and floor + hop under py-spy (pip install py-spy)
     python bench/roundtrip.py --compare /tmp/a,/tmp/b --pairs 8 --calls 300    # CPU A/B of bridge copies
 
 Needs only the project's dependencies; `--profile` needs py-spy.
@@ -143,17 +143,20 @@ ROOT_FRAMES = ("<module>", "main (", "run (asyncio", "Runner.run", "BaseEventLoo
                "run (uvicorn", "_run_code", "_run_module_as_main")
 
 
+START_UP = ("_find_and_load", "_freeze_startup_heap (", "_parse (")
+
+
 def per_call(raw: Path, cpu_us_per_call: float) -> tuple[Counter, Counter]:
     """py-spy's raw (collapsed) stacks -> (own, inclusive) microseconds per call, by function.
 
     A --gil sample is wall time holding the GIL, which on a busy machine includes time the process
     was preempted: samples are only used as shares, scaled to the process's user CPU per call (/proc).
-    Start-up (imports) is left out.
+    Start-up (imports, parsing the command line, freezing what start-up built) is left out.
     """
     own, inclusive, samples = Counter(), Counter(), 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if not stack or "_find_and_load" in stack:
+        if not stack or any(step in stack for step in START_UP):
             continue
         n = int(count)
         frames = [f for f in (short(f) for f in stack.split(";")) if not f.startswith(("process ", "thread "))]
@@ -166,17 +169,17 @@ def per_call(raw: Path, cpu_us_per_call: float) -> tuple[Counter, Counter]:
     return Counter({f: n * scale for f, n in own.items()}), Counter({f: n * scale for f, n in inclusive.items()})
 
 
-def summarize(bridge_raw: Path, floor_raw: Path, bridge_cpu: float, floor_cpu: float, top: int) -> str:
+def summarize(bridge_raw: Path, hop_raw: Path, bridge_cpu: float, hop_cpu: float, top: int) -> str:
     """`*_cpu`: user CPU microseconds per call of each process while profiled."""
     b_own, b_incl = per_call(bridge_raw, bridge_cpu)
-    f_own, f_incl = per_call(floor_raw, floor_cpu)
+    f_own, f_incl = per_call(hop_raw, hop_cpu)
     only_bridge = Counter({f: n for f, n in b_incl.items() if f not in f_incl})
     return "\n".join([
-        f"User CPU per call while profiled: bridge {bridge_cpu:.0f} us, floor {floor_cpu:.0f} us "
+        f"User CPU per call while profiled: bridge {bridge_cpu:.0f} us, floor + hop {hop_cpu:.0f} us "
         "(py-spy --gil samples, scaled to it)", "",
-        c.table(["bridge own us/call", "floor", "function (file)"],
+        c.table(["bridge own us/call", "floor+hop", "function (file)"],
                 [[f"{n:.1f}", f"{f_own.get(f, 0.0):.1f}", f] for f, n in b_own.most_common(top)], left=0), "",
-        "Inclusive, frames the floor never runs (the bridge's own work; nested frames overlap):", "",
+        "Inclusive, frames the floor + hop never runs (the bridge's own work; nested frames overlap):", "",
         c.table(["bridge incl us/call", "function (file)"],
                 [[f"{n:.1f}", f] for f, n in only_bridge.most_common(top * 2)], left=0)])
 
@@ -185,22 +188,24 @@ async def profile(args) -> None:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not os.path.exists(spy):
         raise SystemExit("--profile needs py-spy: pip install py-spy")
-    out = {name: Path(f"{args.profile}.{name}.txt") for name in ("bridge", "floor")}
+    out = {name: Path(f"{args.profile}.{name}.txt") for name in ("bridge", "hop")}
 
     def prefix(name: str) -> list[str]:
         # --gil: only samples holding the GIL, i.e. running Python. Without it a thread waiting in a
         # system call (epoll, or send() while the woken page process has the core) counts as busy.
         return [spy, "record", "--format", "raw", "--rate", str(args.rate), "--gil", "-o", str(out[name]), "--"]
 
+    # Against the floor + page hop, the baseline of the targets: what is left is the bridge's own work.
     bridge = await c.start_bridge(*args.bridge_arg, prefix=prefix("bridge"), src=args.bridge_src)
-    floor = await c.start_floor(prefix=prefix("floor"))
-    pages = await c.Pages.start(bridge)
-    calls, user = 0, {"bridge": 0.0, "floor": 0.0}
+    hop = await c.start_floor(prefix=prefix("hop"), page_hop=True)
+    pages, hop_pages = await c.Pages.start(bridge), await c.Pages.start(hop)
+    calls, user = 0, {"bridge": 0.0, "hop": 0.0}
     try:
-        await pages.do("open", n=1, tools=[c.ECHO_TOOL])
+        for each in (pages, hop_pages):
+            await each.do("open", n=1, tools=[c.ECHO_TOOL])
         for era in args.eras:
             for load in (1, 32):
-                for server in (bridge, floor):
+                for server in (bridge, hop):
                     async with c.mcp_client(server.mcp_url, era) as client:
                         before = c.user_seconds(server.pid)
                         _, wall = await c.timed_calls(client, args.calls * 5, load)
@@ -210,10 +215,11 @@ async def profile(args) -> None:
                 calls += args.calls * 5
     finally:
         await pages.stop()
+        await hop_pages.stop()
         bridge.stop(wait=60)
-        floor.stop(wait=60)
+        hop.stop(wait=60)
     print()
-    print(summarize(out["bridge"], out["floor"], user["bridge"] / calls * 1e6, user["floor"] / calls * 1e6, args.top))
+    print(summarize(out["bridge"], out["hop"], user["bridge"] / calls * 1e6, user["hop"] / calls * 1e6, args.top))
 
 
 async def compare(args) -> None:
@@ -270,7 +276,7 @@ async def main() -> None:
     parser.add_argument("--eras", default=",".join(c.ERAS), help="legacy and/or 2026-07-28")
     c.add_bridge_options(parser)
     parser.add_argument("--profile", metavar="PREFIX",
-                        help="instead, profile bridge and floor with py-spy (raw stacks in PREFIX.*.txt)")
+                        help="instead, profile bridge and floor + hop with py-spy (raw stacks in PREFIX.*.txt)")
     parser.add_argument("--compare", metavar="DIR,DIR,...",
                         help="instead, compare bridge packages from these directories (the first is the reference)")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second (--profile)")
