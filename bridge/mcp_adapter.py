@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -447,7 +448,7 @@ class McpRooms:
         idle = self.settings.idle_room_seconds
         while True:
             await anyio.sleep(max(idle / 4, 0.05))
-            now = anyio.current_time()
+            now = time.monotonic()
             for name, served in list(self._served.items()):
                 if now - served.last_used > idle and self._may_free(name, served):
                     self._free(name)
@@ -480,7 +481,7 @@ class McpRooms:
                 await served.manager.handle_request(scope, receive, send)
         finally:
             served.requests -= 1
-            served.last_used = anyio.current_time()
+            served.last_used = time.monotonic()
             if scope["method"] == "DELETE":
                 served.sessions_ended |= served.server.forget_session(Headers(scope=scope).get("mcp-session-id"))
             # A room its handshake clients left is freed as their last request ends, not when idle.
