@@ -46,7 +46,12 @@ def mcp_safe_name(name: str) -> str:
 
 def estimate_tokens(payload: Any) -> int:
     """Characters / 4 of the JSON an agent would read: coarse, model-independent."""
-    return len(json.dumps(payload, separators=(",", ":"))) // 4
+    return len(_as_read(payload)) // 4
+
+
+def _as_read(payload: Any) -> str:
+    """The JSON an agent would read, its keys sorted: as long as what is sent, and comparable."""
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -190,15 +195,15 @@ class Listing:
     tools: list[dict[str, Any]]  # MCP tool definitions, in registration order
     search_mode: bool
     deferred: int  # tools in the room that are not listed
+    fingerprint: str  # equal fingerprints mean an agent would see the same tools/list
 
     @cached_property
     def keys(self) -> frozenset[str]:
         return frozenset(t["name"] for t in self.tools)
 
-    @cached_property
-    def fingerprint(self) -> str:
-        """Equal fingerprints mean an agent would see the same tools/list."""
-        return json.dumps([self.search_mode, self.tools], sort_keys=True)
+
+def _fingerprint(search_mode: bool, tools_as_read: Iterable[str]) -> str:
+    return "\n".join([json.dumps(search_mode), *tools_as_read])  # JSON text holds no raw line break
 
 
 class Room:
@@ -208,7 +213,7 @@ class Room:
         self.name = name
         self.policy = policy
         self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
-        self._by_page: dict[tuple[str, str], Tool] = {}  # (session_id, page name) -> tool
+        self._by_page: dict[str, dict[str, Tool]] = {}  # session id -> page name -> tool, in registration order
         self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
         self._activated: OrderedDict[str, None] = OrderedDict()  # least recently used first
         self._pinned: dict[str, None] = {}  # listed whatever the limits; kept apart so no listing scans every tool
@@ -216,6 +221,11 @@ class Room:
         self._index = ToolIndex(embedder=embedder)
         self._seq = 0
         self._listing: Listing | None = None
+        # Search mode's listing in parts, so that a search activating a tool recomputes little: the
+        # keys listed whatever agents activate (pinned, then the prefix that fits), and each listed
+        # tool as listed and as read (see _as_read); both kept until the room's tools change.
+        self._inline: list[str] | None = None
+        self._listed: dict[str, tuple[dict[str, Any], str]] = {}
         self._listeners: list[Callable[[Room], None]] = []
 
     # --- reading ---------------------------------------------------------------------------
@@ -228,10 +238,10 @@ class Room:
 
     def offered_by(self, session_id: str, page_name: str) -> Tool | None:
         """The tool a page registered under `page_name`, if it did."""
-        return self._by_page.get((session_id, page_name))
+        return self._by_page.get(session_id, {}).get(page_name)
 
     def tools_of(self, session_id: str) -> list[Tool]:
-        return [t for t in self._tools.values() if t.session_id == session_id]
+        return list(self._by_page.get(session_id, {}).values())
 
     def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
         return tool.describe(description_max_chars, name_shared=self.name_shared(tool))
@@ -242,7 +252,8 @@ class Room:
 
     @property
     def index(self) -> ToolIndex:
-        """The room's search index (for the hub's embedding step, bridge.semantic.embed_pending)."""
+        """The room's search index (for the hub's embedding step, bridge.semantic.embed_pending, and
+        its sweeping of what unregister(index_later=True) left)."""
         return self._index
 
     def use_embedder(self, embedder: Embedder) -> None:
@@ -262,34 +273,47 @@ class Room:
         p = self.policy
         if len(self._tools) <= p.inline_max:
             everything = [self.describe(t) for t in self._tools.values()]
-            if sum(map(estimate_tokens, everything)) <= p.inline_token_budget:
-                return Listing(everything, search_mode=False, deferred=0)
-        # Search mode: pinned tools, whatever the limits say (the page asked); then a prefix of
-        # registration order that fits beside the meta-tools in what the pinned tools left; then
-        # whatever agents activated, whatever the budget says (they asked for it; at most
-        # max_activated of them, see activate).
-        listed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (seq, as listed)
-        room_for, budget = p.inline_max - p.meta_tools, p.inline_token_budget - p.meta_tool_tokens
-        for key in self._pinned:
-            tool = self._tools[key]
-            described = self.describe(tool, p.description_max_chars)
-            listed[tool.key] = tool.seq, described
-            room_for, budget = room_for - 1, budget - estimate_tokens(described)
+            as_read = [_as_read(described) for described in everything]
+            if sum(len(text) // 4 for text in as_read) <= p.inline_token_budget:
+                return Listing(everything, search_mode=False, deferred=0, fingerprint=_fingerprint(False, as_read))
+        # Search mode: the inline part, then whatever agents activated, whatever the budget says
+        # (they asked for it; at most max_activated of them, see activate).
+        if self._inline is None:
+            self._inline = self._inline_keys()
+        keys = dict.fromkeys(self._inline)
+        keys.update((key, None) for key in self._activated if key in self._tools)
+        ordered = sorted(keys, key=lambda key: self._tools[key].seq)
+        self._listed = {key: self._as_listed(self._tools[key]) for key in ordered}  # what is listed only
+        return Listing([described for described, _ in self._listed.values()], search_mode=True,
+                       deferred=len(self._tools) - len(ordered),
+                       fingerprint=_fingerprint(True, (text for _, text in self._listed.values())))
+
+    def _inline_keys(self) -> list[str]:
+        """Search mode's tools listed whatever agents activate: pinned tools, whatever the limits
+        say (the page asked); then a prefix of registration order that fits beside the meta-tools
+        in what the pinned tools left."""
+        p = self.policy
+        keys = list(self._pinned)
+        room_for = p.inline_max - p.meta_tools - len(keys)
+        budget = p.inline_token_budget - p.meta_tool_tokens - sum(len(self._as_listed(self._tools[key])[1]) // 4
+                                                                  for key in keys)
         for tool in self._tools.values():
             if tool.definition.pinned:
                 continue
-            described = self.describe(tool, p.description_max_chars)
-            cost = estimate_tokens(described)
+            cost = len(self._as_listed(tool)[1]) // 4
             if room_for <= 0 or cost > budget:
                 break
-            listed[tool.key] = tool.seq, described
+            keys.append(tool.key)
             room_for, budget = room_for - 1, budget - cost
-        for key in self._activated:
-            found = self._tools.get(key)
-            if key not in listed and found is not None:
-                listed[key] = found.seq, self.describe(found, p.description_max_chars)
-        tools = [described for _, described in sorted(listed.values(), key=lambda entry: entry[0])]
-        return Listing(tools, search_mode=True, deferred=len(self._tools) - len(tools))
+        return keys
+
+    def _as_listed(self, tool: Tool) -> tuple[dict[str, Any], str]:
+        """The tool as search mode lists it, and as read (see _as_read)."""
+        found = self._listed.get(tool.key)
+        if found is None:
+            described = self.describe(tool, self.policy.description_max_chars)
+            found = self._listed[tool.key] = described, _as_read(described)
+        return found
 
     # --- change ----------------------------------------------------------------------------
 
@@ -298,7 +322,11 @@ class Room:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def _changed(self) -> None:
+    def _changed(self, tools: bool = False) -> None:
+        """`tools`: tools came, went or changed (not only which are activated)."""
+        if tools:
+            self._inline = None
+            self._listed.clear()
         self._listing = None
         for listener in list(self._listeners):
             listener(self)
@@ -311,7 +339,7 @@ class Room:
         registered, given = [], iter(keys)
         for definition in definitions:
             wanted = next(given, None)
-            existing = self._by_page.get((session_id, definition.name))
+            existing = self.offered_by(session_id, definition.name)
             if existing is not None:
                 existing.definition, existing.app = definition, app
                 existing._checks.clear()
@@ -327,14 +355,14 @@ class Room:
                                                                                                  session_id)
             tool = Tool(key, definition.name, session_id, definition, app, page_label, self._seq)
             self._tools[tool.key] = tool
-            self._by_page[(session_id, definition.name)] = tool
+            self._by_page.setdefault(session_id, {})[definition.name] = tool
             if definition.pinned:
                 self._pinned[tool.key] = None
             self._name_counts[definition.name] += 1
             registered.append(tool)
         if registered:
             self._index.add(t.indexed() for t in registered)
-            self._changed()
+            self._changed(tools=True)
         return registered
 
     def _free_name(self, page_name: str, session_id: str) -> str:
@@ -356,23 +384,33 @@ class Room:
     def _taken(self, name: str) -> bool:
         return name in self._tools or name in self.policy.reserved_names
 
-    def unregister(self, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
-        """Remove the named tools of a page (all of them when `page_names` is None)."""
+    def unregister(self, session_id: str, page_names: Iterable[str] | None = None, *,
+                   index_later: bool = False) -> list[Tool]:
+        """Remove the named tools of a page (all of them when `page_names` is None). With
+        `index_later`, their index entries are only hidden (ToolIndex.retire), for the caller
+        to free with `index.sweep()` a slice at a time; the catalog forgets them at once."""
+        offered = self._by_page.get(session_id, {})
         if page_names is None:
-            doomed = self.tools_of(session_id)
+            doomed = list(offered.values())
         else:
-            doomed = [t for n in dict.fromkeys(page_names) if (t := self._by_page.get((session_id, n))) is not None]
+            doomed = [t for n in dict.fromkeys(page_names) if (t := offered.get(n)) is not None]
         for tool in doomed:
             del self._tools[tool.key]
-            del self._by_page[(session_id, tool.page_name)]
+            del offered[tool.page_name]
             self._name_counts[tool.page_name] -= 1
             if not self._name_counts[tool.page_name]:
                 del self._name_counts[tool.page_name]
             self._activated.pop(tool.key, None)
             self._pinned.pop(tool.key, None)
+        if not offered:
+            self._by_page.pop(session_id, None)
         if doomed:
-            self._index.remove(t.key for t in doomed)
-            self._changed()
+            keys = [t.key for t in doomed]
+            if index_later:
+                self._index.retire(keys)
+            else:
+                self._index.remove(keys)
+            self._changed(tools=True)
         return doomed
 
     # --- search and activation -------------------------------------------------------------

@@ -36,7 +36,7 @@ from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
 
-REGISTER_SLICE = 50
+CATALOG_SLICE = 50  # tools a page's registration adds, or its leaving frees, between two turns of the loop
 OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
 SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
@@ -179,6 +179,7 @@ class Hub:
         self.observers = tuple(observers)
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
+        self._sweeps: set[asyncio.Task[None]] = set()  # index entries of tools gone, freed slice by slice
         self._definition_limits = DefinitionLimits(
             max_description_chars=config.max_description_chars,
             schema=SchemaLimits(max_bytes=config.max_schema_bytes, max_depth=config.max_schema_depth))
@@ -307,7 +308,9 @@ class Hub:
         self.link.expired(session)
 
     def _dropped(self, session: PageSession, held_here: bool) -> None:
-        self.room(session.room).unregister(session.id)
+        room = self.room(session.room)
+        if room.unregister(session.id, index_later=True):  # gone from listings, searches and names at once
+            self._sweep_later(room)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         if held_here:
@@ -315,6 +318,18 @@ class Hub:
                 observer.page_left(session)
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
+
+    def _sweep_later(self, room: Room) -> None:
+        """Free the index entries of the tools that left `room` a slice at a time, as registration
+        adds them: at once, a page leaving with 1,000 tools would hold the loop for tens of ms."""
+        sweep = asyncio.get_running_loop().create_task(self._sweep(room))
+        self._sweeps.add(sweep)
+        sweep.add_done_callback(self._sweeps.discard)
+
+    @staticmethod
+    async def _sweep(room: Room) -> None:
+        while room.index.sweep(CATALOG_SLICE):
+            await asyncio.sleep(0)
 
     def shutdown(self) -> None:
         """The bridge is stopping: every call in flight ends now with an error the agent reads,
@@ -371,11 +386,11 @@ class Hub:
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
         errors += refused
-        for start in range(0, len(definitions), REGISTER_SLICE):
+        for start in range(0, len(definitions), CATALOG_SLICE):
             if session.closed:  # the page went away meanwhile: what it registered went with it
                 room.unregister(session.id)
                 return []
-            tools += room.register(session.id, session.page.title, definitions[start:start + REGISTER_SLICE],
+            tools += room.register(session.id, session.page.title, definitions[start:start + CATALOG_SLICE],
                                    session.label)
             await asyncio.sleep(0)
         self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded

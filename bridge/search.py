@@ -120,6 +120,7 @@ class ToolIndex:
         self._trigram_df: dict[str, int] = {}  # before the cap at N, as of the last _sync()
         self._trigram_bags: dict[int, dict[str, int]] = {}
         self._overlaps: dict[tuple[int, int], float] = {}  # near-duplicate test, until a change
+        self._retired: list[int] = []  # slots of tools found no more, whose entries sweep() frees
         self.add(tools)
 
     def __len__(self) -> int:
@@ -161,21 +162,50 @@ class ToolIndex:
         """Drop the tools with these keys; unknown keys are ignored."""
         self._changed()
         for key in keys:
-            slot = self._slot_of.pop(key, None)
-            if slot is None:
-                continue
-            for term in self._bm25.clear(slot):
-                for trigram in distinct_trigrams(term):  # "10000" has "000" twice
-                    _discard(self._stems_with, trigram, term)
-            self._trigram_bags.pop(slot, None)
-            if self._vectors is not None:
-                self._vectors.remove(slot)
-            for form in self._name_forms_at[slot]:
-                _discard(self._by_name, form, slot)
-            self._name_forms_at[slot] = ()
-            self._compact_name_at[slot] = ""
-            self._key_at[slot] = None
-            self._free_slots.append(slot)
+            slot = self._hide(key)
+            if slot is not None:
+                self._free(slot)
+
+    def retire(self, keys: Iterable[str]) -> None:
+        """The tools with these keys are found no more from now on (unknown keys are ignored);
+        their word entries, the costly part, stay until sweep() frees them, so that a page
+        leaving with many tools can be swept a slice at a time. Until then the word statistics
+        (tools, lengths, document frequencies) still count them, as during a registration
+        they count the slices already added."""
+        self._changed()
+        for key in keys:
+            slot = self._hide(key)
+            if slot is not None:
+                self._retired.append(slot)
+
+    def sweep(self, limit: int | None = None) -> int:
+        """Free the entries of up to `limit` retired tools (all when None); how many are left."""
+        retired = self._retired
+        for _ in range(len(retired) if limit is None else min(limit, len(retired))):
+            self._free(retired.pop())
+        return len(retired)
+
+    def _hide(self, key: str) -> int | None:
+        """The tool's slot, which no query finds from now on; None for an unknown key."""
+        slot = self._slot_of.pop(key, None)
+        if slot is None:
+            return None
+        if self._vectors is not None:
+            self._vectors.remove(slot)
+        for form in self._name_forms_at[slot]:
+            _discard(self._by_name, form, slot)
+        self._name_forms_at[slot] = ()
+        self._compact_name_at[slot] = ""
+        self._key_at[slot] = None
+        return slot
+
+    def _free(self, slot: int) -> None:
+        """The hidden slot's word entries dropped, the slot free for another tool."""
+        for term in self._bm25.clear(slot):
+            for trigram in distinct_trigrams(term):  # "10000" has "000" twice
+                _discard(self._stems_with, trigram, term)
+        self._trigram_bags.pop(slot, None)
+        self._free_slots.append(slot)
 
     def _changed(self) -> None:
         """Forget what was computed for the catalog as it was (search runs between calls)."""
@@ -312,8 +342,10 @@ class ToolIndex:
         return len(scores)
 
     def _bm25_totals(self, query_terms: list[str]) -> np.ndarray:
-        """BM25 score of every slot (zero for the tools no term matches, and free slots)."""
-        return self._bm25.totals(query_terms, len(self._key_at))
+        """BM25 score of every slot (zero for the tools no term matches, free slots and retired ones)."""
+        totals = self._bm25.totals(query_terms, len(self._key_at))
+        totals[self._retired] = 0.0
+        return totals
 
     @staticmethod
     def _best(totals: np.ndarray, limit: int) -> dict[int, float]:
@@ -422,7 +454,8 @@ class ToolIndex:
         scores: Counter[int] = Counter()
         for term in set(query_terms):
             for slot in self._bm25.postings.get(term, ()):
-                scores[slot] += 1
+                if self._key_at[slot] is not None:  # not retired
+                    scores[slot] += 1
         return {slot: float(count) for slot, count in scores.items()}
 
     def _asking_word_scores(self, query: str, query_terms: list[str], limit: int) -> dict[int, float]:

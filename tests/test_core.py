@@ -497,3 +497,47 @@ def test_core_imports_neither_starlette_nor_mcp():
             "'sse_starlette', 'websockets'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- a page leaving with many tools ------------------------------------------------------------
+
+
+async def test_a_page_leaving_with_many_tools_is_gone_at_once_and_its_index_entries_freed_slice_by_slice():
+    h = hub(max_tools_per_page=1000)
+    resident, _ = h.hello(Hello(type="agui.hello"))
+    await h.handle(resident, messages.RegisterTools(type="agui.tools.register", tools=[
+        {"name": f"resident_{n}", "description": f"Export the report number {n}"} for n in range(60)]))
+    leaving, _ = h.hello(Hello(type="agui.hello"))
+    await h.handle(leaving, messages.RegisterTools(type="agui.tools.register", tools=[
+        {"name": f"leaving_{n}", "description": f"Export the invoice report number {n}"} for n in range(300)]))
+    room = h.room("default")
+    found = await room.search("export invoice report", 5)
+    assert {tool.session_id for tool, _ in found} == {leaving.id}
+    room.activate(tool.key for tool, _ in found)
+    gone = room.get("leaving_7")
+    pending = asyncio.create_task(h.call(gone, {}))
+    await asyncio.sleep(0)
+
+    h.drop(leaving)
+    # What agents see changes at once, before the loop turns: no tool of the page is listed, found,
+    # named or callable, and its calls have failed; its index entries are only hidden so far.
+    assert room.tools_of(leaving.id) == [] and room.get("leaving_7") is None and len(room) == 60
+    assert not any(key.startswith("leaving_") for key in room.listing().keys)
+    assert room.index.sweep(0) == 300
+    found = await room.search("export invoice report", 5)
+    assert len(found) == 5 and {tool.session_id for tool, _ in found} == {resident.id}
+    assert (await pending).kind == "page_gone"
+    assert (await h.call(gone, {})).kind == "page_gone"
+    # They are freed a slice at a time, between turns of the loop.
+    await asyncio.sleep(0)
+    assert 0 < room.index.sweep(0) < 300
+    back, _ = h.hello(Hello(type="agui.hello"))  # the page reloaded: its tools get their names back
+    await h.handle(back, messages.RegisterTools(type="agui.tools.register", tools=[{"name": "leaving_7"}]))
+    assert room.offered_by(back.id, "leaving_7").key == "leaving_7"
+    while room.index.sweep(0):
+        await asyncio.sleep(0)
+    fresh = Room("fresh", room.policy)
+    fresh.register(resident.id, None, [t.definition for t in room.tools_of(resident.id)])
+    fresh.register(back.id, None, [t.definition for t in room.tools_of(back.id)])
+    for query in ("export invoice report", "report 12", "leaving 7"):
+        assert [hit for _, hit in await room.search(query, 10)] == [hit for _, hit in await fresh.search(query, 10)]

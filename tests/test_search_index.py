@@ -401,6 +401,26 @@ def test_a_page_of_tools_coming_and_going_between_searches_matches_a_fresh_index
         assert index.search(query, limit=10) == fresh.search(query, limit=10), query
 
 
+def test_retired_tools_are_found_no_more_and_once_swept_the_index_is_as_if_built_without_them() -> None:
+    # A page leaving with many tools: hidden at once, its entries freed a slice at a time.
+    base = [tool(f"base_{n}", f"Invoice email weather {n}") for n in range(12)]
+    page = [tool(f"page_{n}", f"Invoice email weather export invoice {n}") for n in range(60)]
+    index = ToolIndex([*base, *page])
+    index.retire(t.key for t in page)
+    assert len(index) == 12 and "page_3" not in index and "base_3" in index
+    for query in ("invoice export", "page_3", "page 3", "page", "pag", "invoice email weather 7"):
+        assert all(hit.key.startswith("base_") for hit in index.search(query, limit=10)), query
+    assert len(index.search("invoice export", limit=10)) == 10  # the others take the places
+    assert index.sweep(25) == 35
+    newcomer = tool("page_3", "Export the weather report")  # a freed slot, or a new one
+    index.add([newcomer])
+    assert keys(index.search("page_3")) == ["page_3"]
+    assert index.sweep() == 0
+    fresh = ToolIndex([*base, newcomer])
+    for query in ("invoice export", "weather report", "page 3", "email 7", "pag"):
+        assert index.search(query, limit=10) == fresh.search(query, limit=10), query
+
+
 def test_removing_a_tool_whose_words_repeat_a_trigram():
     # " 10000 " holds the trigram "000" twice; the tool must still leave cleanly.
     index = ToolIndex([IndexedTool("a", "budget_10000", "Limit of 10000 and 1000100 units"),
