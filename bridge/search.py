@@ -15,6 +15,7 @@ then, and the caller embeds the query off the loop too (bridge.semantic.embed_qu
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_right
 from collections import Counter
@@ -347,15 +348,20 @@ class ToolIndex:
         totals[self._retired] = 0.0
         return totals
 
-    @staticmethod
-    def _best(totals: np.ndarray, limit: int) -> dict[int, float]:
-        """slot -> score of the `limit` best positive scores, and of all tied with the last
-        (so which of them is returned depends on keys, not on slots)."""
+    def _best(self, totals: np.ndarray, limit: int) -> dict[int, float]:
+        """slot -> score of the `limit` best positive scores; of those tied with the last, the
+        first by key (so which of them is returned depends on keys, not on slots). Never more:
+        a word hundreds of tools share ties them all, and what follows is quadratic in them."""
         positive = np.flatnonzero(totals > 0)
-        if len(positive) > limit:
-            floor = np.partition(totals[positive], len(positive) - limit)[len(positive) - limit]
-            positive = positive[totals[positive] >= floor]
-        return dict(zip(positive.tolist(), totals[positive].tolist()))
+        if len(positive) <= limit:
+            return dict(zip(positive.tolist(), totals[positive].tolist()))
+        floor = np.partition(totals[positive], len(positive) - limit)[len(positive) - limit]
+        above = positive[totals[positive] > floor]
+        best = dict(zip(above.tolist(), totals[above].tolist()))
+        tied = positive[totals[positive] == floor].tolist()
+        for slot in heapq.nsmallest(limit - len(best), tied, key=lambda slot: self._key_at[slot] or ""):
+            best[slot] = float(floor)
+        return best
 
     def _overlap(self, first: int, second: int) -> float:
         """_overlap of two tools' term bags, kept until the next change."""

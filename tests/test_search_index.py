@@ -14,7 +14,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from bridge.bm25 import B, K1, LiveBM25, squared_idf
-from bridge.search import IndexedTool, SearchHit, ToolIndex
+from bridge.search import RERANK_DEPTH, IndexedTool, SearchHit, ToolIndex
 from bridge.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 
 
@@ -309,6 +309,17 @@ def test_malformed_schema_is_ignored() -> None:
                        tool("odder", "Odder tool", input_schema={"properties": {"x": "not a schema", "y": {"description": 3}}})])
     assert set(keys(index.search("odd"))) == {"odd"}
     assert keys(index.search("odder")) == ["odder"]
+
+
+def test_a_word_hundreds_of_tools_share_reranks_only_the_first_of_them_by_key_whatever_their_slots() -> None:
+    # All 400 tie on "export": the rerank and the near-duplicate test see the first by key only
+    # (at 10,000 tools, all of the tie took them seconds).
+    records = [tool(f"export_{n:03}", f"Export record {n:03}") for n in range(400)] + UNRELATED
+    shuffled = random.Random(3).sample(records, len(records))
+    index, reordered = ToolIndex(records), ToolIndex(shuffled)
+    hits = index.search("export", limit=5)
+    assert len(hits) == 5 and hits == reordered.search("export", limit=5)
+    assert len(index._trigram_bags) <= RERANK_DEPTH
 
 
 def test_app_and_title_are_searchable() -> None:
