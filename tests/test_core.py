@@ -541,3 +541,21 @@ async def test_a_page_leaving_with_many_tools_is_gone_at_once_and_its_index_entr
     fresh.register(back.id, None, [t.definition for t in room.tools_of(back.id)])
     for query in ("export invoice report", "report 12", "leaving 7"):
         assert [hit for _, hit in await room.search(query, 10)] == [hit for _, hit in await fresh.search(query, 10)]
+
+
+def test_a_listed_tool_is_listed_anew_when_another_page_offers_its_name_or_its_page_registers_it_again():
+    # Search mode keeps each listed tool as listed between activations; a change of tools redoes it.
+    room = Room("r", ListingPolicy(inline_max=4, meta_tools=3))
+    room.register("S", None, [definition(f"t{i}") for i in range(6)])
+    room.activate(["t4"])
+    before = room.listing()
+    assert [t["description"] for t in before.tools] == ["does things"] * 2
+    room.register("OTHER1", None, [definition("t4")], page_label="the other tab")
+    listing = room.listing()
+    assert [t["description"] for t in listing.tools] == ["does things", "does things [from page S]"]
+    assert listing.fingerprint != before.fingerprint
+    room.register("S", None, [definition("t4", "does other things")])
+    assert [t["description"] for t in room.listing().tools] == ["does things", "does other things [from page S]"]
+    room.unregister("OTHER1")
+    assert [t["description"] for t in room.listing().tools] == ["does things", "does other things"]
+    assert room.activate(["t5"]) and [t["name"] for t in room.listing().tools] == ["t0", "t4", "t5"]
