@@ -50,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import CommandProcess, Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
+from registration_stall import CollectorPauses  # noqa: E402
 from bridge.config import Settings  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
@@ -133,6 +134,7 @@ class BridgeSide:
 
         self.server = RunningServer(Bridge(settings), bind(settings))
         self.probe = LoopProbe()
+        self.collector = CollectorPauses()
 
     @property
     def hub(self) -> Any:
@@ -153,8 +155,9 @@ class BridgeSide:
         if cmd == "probe":
             if kw["on"]:
                 self.probe.start()
+                self.collector.reset()
                 return {"costs": self.costs()}
-            return {"stall": await self.probe.stop(), "costs": self.costs()}
+            return {"stall": await self.probe.stop(), "gc": self.collector.longest, "costs": self.costs()}
         if cmd == "search":  # in-process rows
             return await self.search(**kw)
         if cmd == "model":  # the model alone: calls of `batch` queries, on a thread as the worker runs them
@@ -186,9 +189,10 @@ class BridgeSide:
         search = {"room": room_search, "vector": vector_given, "loop": on_the_loop}[how]
         costs, cpu = self.costs(), time.process_time()
         self.probe.start()
+        self.collector.reset()
         latencies = await at_once(agents, rounds, seed, search)
-        return {"latencies": latencies, "stall": await self.probe.stop(), "cpu": time.process_time() - cpu,
-                "before": costs, "costs": self.costs()}
+        return {"latencies": latencies, "stall": await self.probe.stop(), "gc": self.collector.longest,
+                "cpu": time.process_time() - cpu, "before": costs, "costs": self.costs()}
 
     def model_calls(self, batch: int, calls: int, seed: str) -> dict:
         embedder = self.hub.semantic.embedder
@@ -256,16 +260,17 @@ class BridgeProcess(CommandProcess):
 
 # --- the driver (the agents' process) ----------------------------------------------------------
 
-HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'bridge':>7} {'agents':>7} "
+HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'gc':>6} {'bridge':>7} {'agents':>7} "
           f"{'batch':>5} {'wait':>6} {'model':>6}")
-UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'CPU ms':>7} {'CPU ms':>7} "
+UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'ms max':>6} {'CPU ms':>7} {'CPU ms':>7} "
          f"{'mean':>5} {'ms':>6} {'ms':>6}")
 
 
 def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tuple[float, float] | None = None,
-        before: dict | None = None, after: dict | None = None) -> None:
-    """One line: latency p50 / p95, the bridge loop's longest stall, CPU a search of each process,
-    and the embedding worker's part: queries per model call, mean queue wait, model time per call."""
+        before: dict | None = None, after: dict | None = None, collector: float | None = None) -> None:
+    """One line: latency p50 / p95, the bridge loop's longest stall and its longest garbage collection,
+    CPU a search of each process, and the embedding worker's part: queries per model call, mean queue
+    wait, model time per call."""
     cells = [f"{label:<56}"]
     if latencies:
         ordered = sorted(latencies)
@@ -274,6 +279,7 @@ def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tup
     else:
         cells += [f"{'-':>7}"] * 2
     cells.append(f"{stall * 1e3:7.2f}" if stall is not None else f"{'-':>7}")
+    cells.append(f"{collector * 1e3:6.2f}" if collector is not None else f"{'-':>6}")
     if cpu and latencies:
         cells += [f"{cpu[0] / len(latencies) * 1e3:7.2f}", f"{cpu[1] / len(latencies) * 1e3:7.2f}"]
     else:
@@ -316,13 +322,14 @@ async def run_tier(args: argparse.Namespace, tier: str, model_path: str | None) 
                     await bridge.do("embedded")  # the newcomer's tools embedded, the probe still on
                 used = cpu_seconds(bridge.pid) - cpu[0], cpu_seconds(os.getpid()) - cpu[1]
                 done = await bridge.do("probe", on=False)
-                row(label, latencies, done["stall"], used, probe["costs"], done["costs"])
+                row(label, latencies, done["stall"], used, probe["costs"], done["costs"], done["gc"])
 
             async def in_process(label: str, how: str, count: int, rounds: int) -> None:
                 nonlocal runs
                 runs += 1
                 done = await bridge.do("search", how=how, agents=count, rounds=rounds, seed=f"room-{runs}", tier=tier)
-                row(label, done["latencies"], done["stall"], (done["cpu"], 0.0), done["before"], done["costs"])
+                row(label, done["latencies"], done["stall"], (done["cpu"], 0.0), done["before"], done["costs"],
+                    done["gc"])
 
             async def describe(agent: int, query: str) -> None:
                 found = await agents[agent].call_tool("tool_describe", {"name": "resident_get_invoice_0"})
@@ -375,8 +382,9 @@ async def main(args: argparse.Namespace) -> None:
     print(machine())
     print(f"{args.tools:,} tools, {args.agents} agents, {args.rounds} searches each per row; load average "
           f"{load_average()}")
-    print("CPU: the process's user + system time over the row, per search; batch / wait / model: the bridge's "
-          "embedding worker (queries per model call, mean wait for the model, model time per call)")
+    print("CPU: the process's user + system time over the row, per search; gc: the bridge's longest garbage "
+          "collection in the row; batch / wait / model: the bridge's embedding worker (queries per model call, "
+          "mean wait for the model, model time per call)")
     print(HEADER)
     print(UNITS)
     probe = LoopProbe()
