@@ -61,8 +61,9 @@ class LiveBM25:
 
     What lives as long as the documents is kept where the garbage collector does not look,
     so that a full collection does not walk every document: a document's counts are a
-    plain dict of strings to ints, and a term's postings a dict of slots (to None) rather
-    than a set (CPython tracks every set, and a dict only once it holds an object it tracks).
+    plain dict of strings to ints, and a term's postings a dict of slots to the term's count
+    there (CPython tracks every set, and a dict only once it holds an object it tracks);
+    counting a term again after many changes reads them straight into arrays.
     """
 
     def __init__(self, k1: float = K1, b: float = B, idf: Callable[[int, int], float] = squared_idf) -> None:
@@ -70,7 +71,7 @@ class LiveBM25:
         self.doc_freqs: list[dict[str, int]] = []  # term counts of the document in each slot
         self.doc_len = np.zeros(64)  # grown by doubling; only the first len(doc_freqs) count
         self.corpus_size = 0
-        self.postings: dict[str, dict[int, None]] = {}  # term -> slots of the documents that have it
+        self.postings: dict[str, dict[int, int]] = {}  # term -> slot of each document that has it -> its count
         self._total_len = 0
         # term -> (its slots, its counts there) as of the last sync().
         self._term_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -95,11 +96,11 @@ class LiveBM25:
         else:
             self.doc_freqs[slot] = counts
         postings, new = self.postings, []
-        for term in counts:
+        for term, count in counts.items():
             if term in postings:
-                postings[term][slot] = None
+                postings[term][slot] = count
             else:
-                postings[term] = {slot: None}
+                postings[term] = {slot: count}
                 new.append(term)
         length = sum(counts.values())
         self.doc_len[slot] = length
@@ -204,15 +205,14 @@ class LiveBM25:
     def _counts(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         found = self._term_counts.get(term)
         if found is None:
-            slot_list = list(self.postings[term])
-            doc_freqs = self.doc_freqs
-            found = (np.array(slot_list, dtype=np.intp),
-                     np.array([doc_freqs[slot][term] for slot in slot_list], dtype=float))
-            if self._term_counts_held + len(slot_list) > _COUNTS_KEPT:
+            held = self.postings[term]
+            found = (np.fromiter(held.keys(), dtype=np.intp, count=len(held)),
+                     np.fromiter(held.values(), dtype=float, count=len(held)))
+            if self._term_counts_held + len(held) > _COUNTS_KEPT:
                 self._term_counts.clear()
                 self._term_counts_held = 0
             self._term_counts[term] = found
-            self._term_counts_held += len(slot_list)
+            self._term_counts_held += len(held)
         return found
 
 

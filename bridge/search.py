@@ -100,8 +100,8 @@ class ToolIndex:
         embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
         without, search is lexical only.
 
-        Sets of slots or stems are dicts to None, as in bridge.bm25: out of the garbage
-        collector's sight, so that a full collection does not walk the index."""
+        Sets of slots or stems are dicts to None: out of the garbage collector's sight, so
+        that a full collection does not walk the index (see bridge.bm25)."""
         self._vectors = ToolVectors(embedder) if embedder is not None else None
         self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
