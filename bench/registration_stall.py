@@ -1,8 +1,13 @@
 """How long the event loop stalls while a page registers or leaves, at 100 / 1,000 / 10,000 tools in the room;
-and how long a page's small registration waits while another room registers large schemas.
+what a full garbage collection costs with those tools; and how long a page's small registration waits
+while another room registers large schemas.
 
 Drives the bridge's Hub (the code the WebSocket endpoint calls) with a ticker task on the same loop
 measuring the longest gap between its wake-ups; the baseline row is the same ticker on an idle loop.
+The stall table's "gc ms" column is the longest garbage collection during the row (it stops every
+thread, the loop's too); on the resident tools' rows, the CPU time of a full collection (the
+quickest of 3) with them registered and the start-up heap frozen, as `serve` freezes it, and
+"tracked" the objects it walks.
 The second table times one-tool registrations in room "b", one after the other, for as long as
 room "a" registers large schemas; its baseline is the same registrations with room "a" idle.
 Prints both tables; the bounds are 20 ms for a stall and 50 ms for a registration's wait.
@@ -20,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -65,14 +71,35 @@ async def longest_stall(work) -> tuple[float, float]:
     return took, worst
 
 
+def full_collection() -> tuple[float, int]:
+    """(CPU seconds the quickest of 3 full collections took, objects the collector tracks). CPU time:
+    on a busy machine a collection's wall time also counts the turns it waited for a core."""
+    took = []
+    for _ in range(3):
+        started = time.thread_time()
+        gc.collect()
+        took.append(time.thread_time() - started)
+    return min(took), len(gc.get_objects())
+
+
 async def stall_table() -> None:
-    print(f"{'room size':>10} {'operation':<28} {'took ms':>9} {'longest stall ms':>17} {'vs idle':>8}")
+    gc.collect()
+    gc.freeze()  # as `serve` does once started
+    print(f"{'room size':>10} {'operation':<28} {'took ms':>9} {'longest stall ms':>17} {'vs idle':>8} "
+          f"{'gc ms':>7} {'tracked':>8}")
+    pauses = CollectorPauses()
     idle_took, idle = await longest_stall(lambda: asyncio.sleep(0.2))
-    print(f"{'-':>10} {'idle loop (baseline)':<28} {idle_took * 1e3:9.1f} {idle * 1e3:17.2f} {1:8.1f}")
+    print(f"{'-':>10} {'idle loop (baseline)':<28} {idle_took * 1e3:9.1f} {idle * 1e3:17.2f} {1:8.1f} "
+          f"{pauses.longest * 1e3:7.2f}")
     for room_size in (100, 1_000, 10_000):
-        hub = Hub(Settings().hub_config())
+        # Every size as said: one page holds them all, and the room takes the newcomers too.
+        settings = replace(Settings(), max_tools_per_page=max(room_size, 1_000), max_tools_per_room=room_size + 1_005)
+        hub = Hub(settings.hub_config())
         resident, _ = hub.hello(Hello(type="agui.hello"))
         await hub.handle(resident, RegisterTools(type="agui.tools.register", tools=tools("resident", room_size)))
+        collection, tracked = full_collection()
+        print(f"{room_size:>10} {'(the resident tools)':<28} {'':>9} {'':>17} {'':>8} {collection * 1e3:7.2f} "
+              f"{tracked:8}")
         for label, count in (("a page registers 5 tools", 5), ("a page registers 1,000 tools", 1_000)):
             page, _ = hub.hello(Hello(type="agui.hello"))
             message = RegisterTools(type="agui.tools.register", tools=tools(f"p{count}r{room_size}", count))
@@ -82,15 +109,21 @@ async def stall_table() -> None:
                 await hub.room("default").search("export invoice", 5)
                 hub.room("default").listing()
 
+            pauses.reset()
             took, stall = await longest_stall(register)
-            print(f"{room_size:>10} {label:<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f}")
+            print(f"{room_size:>10} {label:<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
+                  f"{pauses.longest * 1e3:7.2f}")
 
             async def leave():
                 hub.drop(page)
                 hub.room("default").listing()
+                while hub.room("default").index.sweep(0):  # its index entries, freed a slice a turn
+                    await asyncio.sleep(0)
 
+            pauses.reset()
             took, stall = await longest_stall(leave)
-            print(f"{room_size:>10} {'  ... and leaves':<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f}")
+            print(f"{room_size:>10} {'  ... and leaves':<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
+                  f"{pauses.longest * 1e3:7.2f}")
 
 
 def wide_schema(tag: str) -> dict:
