@@ -157,7 +157,8 @@ class BridgeSide:
                 self.probe.start()
                 self.collector.reset()
                 return {"costs": self.costs()}
-            return {"stall": await self.probe.stop(), "gc": self.collector.longest, "costs": self.costs()}
+            return {"stall": await self.probe.stop(), "gc": (self.collector.longest, self.collector.longest_cpu),
+                    "costs": self.costs()}
         if cmd == "search":  # in-process rows
             return await self.search(**kw)
         if cmd == "model":  # the model alone: calls of `batch` queries, on a thread as the worker runs them
@@ -191,7 +192,8 @@ class BridgeSide:
         self.probe.start()
         self.collector.reset()
         latencies = await at_once(agents, rounds, seed, search)
-        return {"latencies": latencies, "stall": await self.probe.stop(), "gc": self.collector.longest,
+        return {"latencies": latencies, "stall": await self.probe.stop(),
+                "gc": (self.collector.longest, self.collector.longest_cpu),
                 "cpu": time.process_time() - cpu, "before": costs, "costs": self.costs()}
 
     def model_calls(self, batch: int, calls: int, seed: str) -> dict:
@@ -260,17 +262,17 @@ class BridgeProcess(CommandProcess):
 
 # --- the driver (the agents' process) ----------------------------------------------------------
 
-HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'gc':>6} {'bridge':>7} {'agents':>7} "
+HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'gc':>6} {'gc':>6} {'bridge':>7} {'agents':>7} "
           f"{'batch':>5} {'wait':>6} {'model':>6}")
-UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'ms max':>6} {'CPU ms':>7} {'CPU ms':>7} "
+UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'ms max':>6} {'CPU ms':>6} {'CPU ms':>7} {'CPU ms':>7} "
          f"{'mean':>5} {'ms':>6} {'ms':>6}")
 
 
 def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tuple[float, float] | None = None,
-        before: dict | None = None, after: dict | None = None, collector: float | None = None) -> None:
-    """One line: latency p50 / p95, the bridge loop's longest stall and its longest garbage collection,
-    CPU a search of each process, and the embedding worker's part: queries per model call, mean queue
-    wait, model time per call."""
+        before: dict | None = None, after: dict | None = None, collector: tuple[float, float] | None = None) -> None:
+    """One line: latency p50 / p95, the bridge loop's longest stall, its longest garbage collection and
+    that collection's CPU time, CPU a search of each process, and the embedding worker's part: queries
+    per model call, mean queue wait, model time per call."""
     cells = [f"{label:<56}"]
     if latencies:
         ordered = sorted(latencies)
@@ -279,7 +281,7 @@ def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tup
     else:
         cells += [f"{'-':>7}"] * 2
     cells.append(f"{stall * 1e3:7.2f}" if stall is not None else f"{'-':>7}")
-    cells.append(f"{collector * 1e3:6.2f}" if collector is not None else f"{'-':>6}")
+    cells += [f"{seconds * 1e3:6.2f}" for seconds in collector] if collector is not None else [f"{'-':>6}"] * 2
     if cpu and latencies:
         cells += [f"{cpu[0] / len(latencies) * 1e3:7.2f}", f"{cpu[1] / len(latencies) * 1e3:7.2f}"]
     else:
@@ -383,7 +385,7 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{args.tools:,} tools, {args.agents} agents, {args.rounds} searches each per row; load average "
           f"{load_average()}")
     print("CPU: the process's user + system time over the row, per search; gc: the bridge's longest garbage "
-          "collection in the row; batch / wait / model: the bridge's embedding worker (queries per model call, "
+          "collection in the row, and its CPU time; batch / wait / model: the bridge's embedding worker (queries per model call, "
           "mean wait for the model, model time per call)")
     print(HEADER)
     print(UNITS)
