@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bridge.bm25 import B, K1, LiveBM25
-from bridge.semantic import Embedder, EmbeddingJob, covered_scripts
+from bridge.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
 from bridge.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
                               letters_and_digits, mostly_in, query_terms, stem, terms, tokenize, words)
 from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
@@ -280,20 +280,22 @@ class ToolIndex:
 
     def _fuse(self, lexical: dict[int, float], similarity: np.ndarray, depth: int) -> dict[int, float]:
         """FUSION_WEIGHT x lexical score / best lexical score + (1 - FUSION_WEIGHT) x the
-        similarity (see NAME_SHARE) rescaled to 0..1 between SIMILARITY_FLOOR and the best, over the lexical
-        candidates and the `depth` most similar embedded tools. A lexical candidate not yet
-        embedded counts its lexical share twice (as if meaning agreed with words)."""
+        similarity (see NAME_SHARE) rescaled to 0..1 between the model's floor and the best, over the lexical
+        candidates and the `depth` most similar embedded tools. The floor is the cosine the model gives
+        unrelated texts (bridge.semantic.similarity_floor; SIMILARITY_FLOOR unless it says otherwise).
+        A lexical candidate not yet embedded counts its lexical share twice (as if meaning agreed with words)."""
         semantic = self._vectors
         assert semantic is not None
         nearest = self._nearest(semantic.embedded_slots(), similarity, depth)
         best = float(similarity[nearest[0]]) if len(nearest) else 1.0
-        span = max(best - SIMILARITY_FLOOR, 1e-9)
+        floor = similarity_floor(semantic.embedder, SIMILARITY_FLOOR)
+        span = max(best - floor, 1e-9)
         best_lexical = max(lexical.values(), default=0.0) or 1.0
         fused = {}
         for slot in set(lexical).union(nearest.tolist()):
             words = lexical.get(slot, 0.0) / best_lexical
             if semantic.has_vector(slot):
-                meaning = max(0.0, float(similarity[slot]) - SIMILARITY_FLOOR) / span
+                meaning = max(0.0, float(similarity[slot]) - floor) / span
             else:
                 meaning = words
             score = FUSION_WEIGHT * words + (1 - FUSION_WEIGHT) * meaning
