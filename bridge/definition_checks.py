@@ -54,6 +54,7 @@ class _Thread:
     def _serve(self) -> None:
         while (order := self.orders.get()) is not None:
             order()
+            del order  # while idle, keep nothing of the registration the order checked
 
 
 class _Threads:

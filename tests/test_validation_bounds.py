@@ -617,3 +617,20 @@ async def test_a_result_with_1e400_is_refused_like_nan():
         assert result.is_error and result.structured_content is None
         assert "could not be taken: Not valid JSON: 1e400 is not a JSON number" in result.content[0].text
         json.dumps(result.model_dump(), allow_nan=False)  # nothing infinite reached the agent
+
+
+async def test_a_checking_thread_keeps_nothing_of_the_registration_it_checked():
+    """An idle checking thread must not hold its last registration's definitions (a page's 10,000
+    tools would stay in memory, and in every full collection, until the next registration)."""
+    import weakref
+
+    class Definitions(list):  # a list a weak reference can watch
+        pass
+
+    definitions = Definitions([{"name": f"t{i}"} for i in range(3)])
+    checks = Checks(definitions, lambda raw: raw["name"])
+    assert await checks.run() == ["t0", "t1", "t2"]
+    gone = weakref.ref(definitions)
+    del definitions, checks
+    await asyncio.sleep(0.05)  # the thread has gone back to waiting for its next order
+    assert gone() is None
