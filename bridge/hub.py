@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from bridge import messages
@@ -308,9 +308,7 @@ class Hub:
         self.link.expired(session)
 
     def _dropped(self, session: PageSession, held_here: bool) -> None:
-        room = self.room(session.room)
-        if room.unregister(session.id, index_later=True):  # gone from listings, searches and names at once
-            self._sweep_later(room)
+        self._unregister(self.room(session.room), session.id)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         if held_here:
@@ -319,12 +317,16 @@ class Hub:
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
 
-    def _sweep_later(self, room: Room) -> None:
-        """Free the index entries of the tools that left `room` a slice at a time, as registration
-        adds them: at once, a page leaving with 1,000 tools would hold the loop for tens of ms."""
-        sweep = asyncio.get_running_loop().create_task(self._sweep(room))
-        self._sweeps.add(sweep)
-        sweep.add_done_callback(self._sweeps.discard)
+    def _unregister(self, room: Room, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
+        """A page's tools (all, or those named) gone from listings, searches and names at once; their
+        index entries are freed a slice at a time, as registration adds them: at once, 1,000 tools
+        leaving would hold the loop for tens of ms."""
+        removed = room.unregister(session_id, page_names, index_later=True)
+        if removed:
+            sweep = asyncio.get_running_loop().create_task(self._sweep(room))
+            self._sweeps.add(sweep)
+            sweep.add_done_callback(self._sweeps.discard)
+        return removed
 
     @staticmethod
     async def _sweep(room: Room) -> None:
@@ -347,7 +349,7 @@ class Hub:
         if isinstance(msg, RegisterTools):
             return await self._register(session, msg)
         if isinstance(msg, UnregisterTools):
-            removed = self.room(session.room).unregister(session.id, msg.tools)
+            removed = self._unregister(self.room(session.room), session.id, msg.tools)
             if removed:
                 for observer in self.observers:
                     observer.tools_changed(session, [], removed)
@@ -388,7 +390,7 @@ class Hub:
         errors += refused
         for start in range(0, len(definitions), CATALOG_SLICE):
             if session.closed:  # the page went away meanwhile: what it registered went with it
-                room.unregister(session.id)
+                self._unregister(room, session.id)
                 return []
             tools += room.register(session.id, session.page.title, definitions[start:start + CATALOG_SLICE],
                                    session.label)

@@ -559,3 +559,21 @@ def test_a_listed_tool_is_listed_anew_when_another_page_offers_its_name_or_its_p
     room.unregister("OTHER1")
     assert [t["description"] for t in room.listing().tools] == ["does things", "does other things"]
     assert room.activate(["t5"]) and [t["name"] for t in room.listing().tools] == ["t0", "t4", "t5"]
+
+
+async def test_tools_a_page_unregisters_are_gone_at_once_and_their_index_entries_freed_slice_by_slice():
+    h = hub(max_tools_per_page=1000)
+    page, _ = h.hello(Hello(type="agui.hello"))
+    await h.handle(page, messages.RegisterTools(type="agui.tools.register", tools=[
+        {"name": f"report_{n}", "description": f"Export the report number {n}"} for n in range(300)]))
+    room = h.room("default")
+    replies = await h.handle(page, messages.UnregisterTools(
+        type="agui.tools.unregister", tools=[f"report_{n}" for n in range(1, 300)]))
+    assert len(replies[0]["tools"]) == 299
+    assert [tool.key for tool in room.tools_of(page.id)] == ["report_0"] and len(room) == 1
+    assert [tool.key for tool, _ in await room.search("export report", 5)] == ["report_0"]
+    assert room.index.sweep(0) == 299  # hidden at once, freed between turns of the loop
+    await asyncio.sleep(0)
+    assert 0 < room.index.sweep(0) < 299
+    while room.index.sweep(0):
+        await asyncio.sleep(0)
