@@ -65,6 +65,9 @@ _tracer = trace.get_tracer("agui-mcp-bridge")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
 NOTIFY_TIMEOUT = 1.0
+# Changes within this long of the first go out as one notification: agents searching at once each
+# activate tools, and each notification is sent to every session of the room.
+NOTIFY_DELAY = 0.05
 # How a task's call may end other than with the page's answer (or the agent's cancel): the task fails.
 TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "too_many_calls", "unavailable"})
 
@@ -171,7 +174,9 @@ class RoomServer:
         return text
 
     def _room_changed(self, room: Room) -> None:
-        # Coalesced: a page registering 300 tools, or 20 searches activating one, notify once.
+        self.server.instructions = self._instructions()  # read by clients at initialize: never stale
+        # Coalesced: a page registering 300 tools, or searches activating tools within NOTIFY_DELAY,
+        # notify once.
         if self._notify_task is None or self._notify_task.done():
             self._notify_task = asyncio.get_running_loop().create_task(self._notify_if_changed())
             self._notify_task.add_done_callback(_log_failure)
@@ -182,11 +187,13 @@ class RoomServer:
             await asyncio.shield(self._notify_task)
 
     async def _notify_if_changed(self) -> None:
-        await asyncio.sleep(0)
-        self.server.instructions = self._instructions()  # once per burst of changes, like the notification
         # Looping catches a change made while the notifications were going out: `_room_changed`
         # starts no second task while this one runs.
-        while (fingerprint := self.room.listing().fingerprint) != self._notified:
+        while True:
+            await asyncio.sleep(NOTIFY_DELAY)
+            fingerprint = self.room.listing().fingerprint
+            if fingerprint == self._notified:
+                return
             self._notified = fingerprint
             for session in list(self.legacy_sessions.values()):
                 with anyio.move_on_after(NOTIFY_TIMEOUT):  # one stuck client must not hold up the rest

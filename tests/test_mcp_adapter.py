@@ -7,7 +7,7 @@ import asyncio
 from bridge.catalog import check_definition
 from bridge.config import Settings
 from bridge.hub import Hub
-from bridge.mcp_adapter import RoomServer
+from bridge.mcp_adapter import NOTIFY_DELAY, RoomServer
 
 
 class SlowSession:
@@ -31,10 +31,10 @@ async def test_a_change_made_while_notifying_is_notified_too():
     server.legacy_sessions["s"] = session
 
     room.register("S", None, [check_definition({"name": "first"})])
-    await asyncio.sleep(0.01)  # the notifier is now waiting on the slow session
+    await asyncio.sleep(NOTIFY_DELAY + 0.01)  # the notifier is now waiting on the slow session
     room.register("S", None, [check_definition({"name": "second"})])  # changes while it waits
     session.release.set()
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(NOTIFY_DELAY + 0.01)
     session.release.set()
     await asyncio.wait_for(server.notifications_sent(), 1)
     assert session.sent == 2  # the second change was not swallowed by the running notifier

@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 from bridge.catalog import INPUT_EXAMPLES_META
+from bridge.mcp_adapter import NOTIFY_DELAY
 from search_support import DOMAINS, META, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge, tool
 
@@ -159,6 +160,29 @@ async def test_concurrent_activation_happens_once():
             await asyncio.sleep(0.3)
             assert len(changes) == 1
             assert (await names(client)).count("weather_tool") == 1
+
+
+async def test_activations_close_together_notify_once():
+    """Agents searching at once each activate tools; each notification goes to every session, so
+    changes within NOTIFY_DELAY of the first go out as one."""
+    async with running_bridge() as b, page(b, *many_tools(60)):
+        changes = []
+
+        async def on_message(message):
+            if isinstance(message, types.ToolListChangedNotification):
+                changes.append(message)
+
+        async with Client(b.mcp_url(), mode="legacy", message_handler=on_message) as client:
+            listed = set(await names(client))
+            room = b.hub.room("default")
+            deferred = [tool.key for tool in room.tools_of(b.hub.pages_in("default")[0].id) if tool.key not in listed]
+            assert room.activate(deferred[:1])
+            await asyncio.sleep(NOTIFY_DELAY / 10)  # the loop turns: each change would be sent on its own
+            assert room.activate(deferred[1:2])
+            await eventually(lambda: changes)
+            await asyncio.sleep(0.3)
+            assert len(changes) == 1
+            assert set(deferred[:2]) <= set(await names(client))
 
 
 async def test_another_rooms_tool_is_never_found():
