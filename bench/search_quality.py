@@ -267,7 +267,9 @@ class PrecomputedQueries:
 
     def __init__(self, embedder, queries: list[str]) -> None:
         self.embedder, self.name = embedder, embedder.name
-        self.scripts = getattr(embedder, "scripts", None)  # what the index asks: see covered_scripts
+        # What the model declares for the index (bridge.semantic.covered_scripts, similarity_floor).
+        self.scripts = getattr(embedder, "scripts", None)
+        self.similarity_floor = getattr(embedder, "similarity_floor", search_module.SIMILARITY_FLOOR)
         batch = getattr(embedder, "embed_queries", None)
         vectors = batch(queries) if batch else [embedder.embed_query(query) for query in queries]
         self.vectors = dict(zip(queries, vectors))
