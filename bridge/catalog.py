@@ -14,8 +14,8 @@ import logging
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -67,16 +67,37 @@ class ListingPolicy:
     max_activated: int = DEFAULTS.max_activated
 
 
-@dataclass(eq=False)
 class Tool:
-    key: str  # the MCP name agents see
-    page_name: str  # the name the page gave
-    session_id: str
-    definition: ToolDefinition
-    app: str | None  # the page's title, which the index reads too
-    page_label: str  # how agents tell this tool's page from another offering the same name
-    seq: int  # registration order in the room
-    _checks: dict[str, schemas.SchemaCheck] = field(default_factory=dict, repr=False)  # per schema field
+    """A tool a page registered, as its room keeps it.
+
+    The definition is kept as its JSON text and parsed when read, the last DEFINITIONS_PARSED
+    read staying parsed: a string is one object the garbage collector never walks, where a
+    model and its schemas were seven or more, and at 10,000 tools every full collection walked
+    them all (tens of ms with the event loop stopped)."""
+
+    __slots__ = ("key", "page_name", "session_id", "app", "page_label", "seq", "description", "pinned",
+                 "_definition_json", "_checks")
+
+    def __init__(self, key: str, page_name: str, session_id: str, definition: ToolDefinition, app: str | None,
+                 page_label: str, seq: int) -> None:
+        self.key = key  # the MCP name agents see
+        self.page_name = page_name  # the name the page gave
+        self.session_id = session_id
+        self.app = app  # the page's title, which the index reads too
+        self.page_label = page_label  # how agents tell this tool's page from another offering the same name
+        self.seq = seq  # registration order in the room
+        self.definition = definition
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The checked definition; shared with other tools of the same definition: never changed."""
+        return _parsed_definition(self._definition_json)
+
+    @definition.setter
+    def definition(self, definition: ToolDefinition) -> None:
+        self._definition_json = definition.model_dump_json()
+        self.description, self.pinned = definition.description, definition.pinned  # read for every tool
+        self._checks: dict[str, schemas.SchemaCheck] = {}  # per schema field, made at its first use
 
     def describe(self, description_max_chars: int | None = None, *, name_shared: bool = False) -> dict[str, Any]:
         """The tool as an MCP tool definition (wire shape), optionally with a cut description.
@@ -130,10 +151,19 @@ class Tool:
         problem = check.errors(instance, whole)
         return problem and problem.replace("the schema cannot", f"the tool's {schema_field} cannot")
 
-    def indexed(self) -> IndexedTool:
-        d = self.definition
+    def indexed(self, definition: ToolDefinition | None = None) -> IndexedTool:
+        """What the index reads of the tool; `definition`: its definition when at hand, not parsed again."""
+        d = definition or self.definition
         return IndexedTool(key=self.key, name=self.page_name, description=d.description, title=d.title,
                            app=self.app, input_schema=d.inputSchema)
+
+
+DEFINITIONS_PARSED = 1024  # definitions kept parsed: the tools agents call and list
+
+
+@lru_cache(maxsize=DEFINITIONS_PARSED)
+def _parsed_definition(text: str) -> ToolDefinition:
+    return ToolDefinition.model_validate_json(text)
 
 
 @dataclass(frozen=True)
@@ -298,7 +328,7 @@ class Room:
         budget = p.inline_token_budget - p.meta_tool_tokens - sum(len(self._as_listed(self._tools[key])[1]) // 4
                                                                   for key in keys)
         for tool in self._tools.values():
-            if tool.definition.pinned:
+            if tool.pinned:
                 continue
             cost = len(self._as_listed(tool)[1]) // 4
             if room_for <= 0 or cost > budget:
@@ -336,19 +366,19 @@ class Room:
         """Add or replace a page's tools; returns them with their MCP names. `keys`: the names
         another process gave them, kept where free (shared mode), so agents see one name."""
         page_label = page_label or f"page {session_id[:6]}"
-        registered, given = [], iter(keys)
+        registered, given, indexed = [], iter(keys), []
         for definition in definitions:
             wanted = next(given, None)
             existing = self.offered_by(session_id, definition.name)
             if existing is not None:
                 existing.definition, existing.app = definition, app
-                existing._checks.clear()
                 if definition.pinned:
                     self._pinned[existing.key] = None
                     self._activated.pop(existing.key, None)  # listed anyway: it takes no activation slot
                 else:
                     self._pinned.pop(existing.key, None)
                 registered.append(existing)
+                indexed.append(existing.indexed(definition))
                 continue
             self._seq += 1
             key = wanted if wanted is not None and not self._taken(wanted) else self._free_name(definition.name,
@@ -360,8 +390,9 @@ class Room:
                 self._pinned[tool.key] = None
             self._name_counts[definition.name] += 1
             registered.append(tool)
+            indexed.append(tool.indexed(definition))
         if registered:
-            self._index.add(t.indexed() for t in registered)
+            self._index.add(indexed)
             self._changed(tools=True)
         return registered
 

@@ -253,7 +253,7 @@ class Hub:
                       "here": s.holder == self.pages.here,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys,
                                  # what the dashboard's filter reads; cut, as the state is polled
-                                 "description": t.definition.description[:200]}
+                                 "description": t.description[:200]}
                                 for t in room.tools_of(s.id)]}
                      for s in self.pages.in_room(room.name)]
             rooms.append({"name": room.name, "search_mode": listing.search_mode, "tools": len(room),

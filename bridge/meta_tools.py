@@ -249,7 +249,7 @@ def describe(room: Room, name: str) -> dict[str, Any] | None:
     full.pop("_meta", None)  # the examples are shown as such
     if tool.definition.inputExamples:
         full["inputExamples"] = tool.definition.inputExamples
-    if tool.definition.pinned:
+    if tool.pinned:
         full["pinned"] = True
     full |= {"tool": tool.page_name, "deferred": room.is_deferred(name)}
     return {"content": [{"type": "text", "text": json.dumps(full, indent=1)}], "structuredContent": full}

@@ -577,3 +577,27 @@ async def test_tools_a_page_unregisters_are_gone_at_once_and_their_index_entries
     assert 0 < room.index.sweep(0) < 299
     while room.index.sweep(0):
         await asyncio.sleep(0)
+
+
+def test_a_rooms_tools_are_not_walked_by_the_garbage_collector():
+    """Every full collection walks every tracked object, with the event loop stopped: a room's
+    tools must cost it one object each, however rich their definitions, and read back unchanged."""
+    import gc
+
+    def definitions(count: int) -> list:
+        return [check_definition({
+            "name": f"t{n}", "description": f"Tool number {n}", "annotations": {"readOnlyHint": True},
+            "inputSchema": {"type": "object", "required": ["rows"], "properties": {
+                "rows": {"type": "array", "items": {"type": "object", "properties": {"cell": {"type": "string"}}}},
+                "mode": {"enum": ["a", "b"]}}},
+            "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}}) for n in range(count)]
+
+    room = Room("r", ListingPolicy())
+    gc.collect()
+    before = len(gc.get_objects())
+    room.register("S", None, definitions(3000))
+    gc.collect()
+    assert (len(gc.get_objects()) - before) / 3000 < 1.5
+    tool = room.get("t2999")
+    assert tool.definition == definitions(3000)[2999] and tool.description == "Tool number 2999"
+    assert tool.argument_errors({"rows": [{"cell": 1}]}) is not None and tool.argument_errors({"rows": []}) is None
