@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from contextlib import asynccontextmanager
 
 import mcp_types as types
 import pytest
@@ -144,15 +145,22 @@ async def test_limit_is_capped_at_20():
         assert bad.is_error
 
 
+@asynccontextmanager
+async def agent_noting_list_changes(b):
+    """A handshake agent of bridge `b`, and the tools/list_changed notifications it gets."""
+    changes: list = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(message)
+
+    async with Client(b.mcp_url(), mode="legacy", message_handler=on_message) as client:
+        yield client, changes
+
+
 async def test_concurrent_activation_happens_once():
     async with running_bridge() as b, page(b, *many_tools(60)):
-        changes = []
-
-        async def on_message(message):
-            if isinstance(message, types.ToolListChangedNotification):
-                changes.append(message)
-
-        async with Client(b.mcp_url(), mode="legacy", message_handler=on_message) as client:
+        async with agent_noting_list_changes(b) as (client, changes):
             await client.list_tools()
             results = await asyncio.gather(*(search(client, "weather forecast for a city", 1) for _ in range(20)))
             assert all(r.structured_content["matches"][0]["name"] == "weather_tool" for r in results)
@@ -166,13 +174,7 @@ async def test_activations_close_together_notify_once():
     """Agents searching at once each activate tools; each notification goes to every session, so
     changes within NOTIFY_DELAY of the first go out as one."""
     async with running_bridge() as b, page(b, *many_tools(60)):
-        changes = []
-
-        async def on_message(message):
-            if isinstance(message, types.ToolListChangedNotification):
-                changes.append(message)
-
-        async with Client(b.mcp_url(), mode="legacy", message_handler=on_message) as client:
+        async with agent_noting_list_changes(b) as (client, changes):
             listed = set(await names(client))
             room = b.hub.room("default")
             deferred = [tool.key for tool in room.tools_of(b.hub.pages_in("default")[0].id) if tool.key not in listed]
