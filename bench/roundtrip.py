@@ -172,13 +172,13 @@ def per_call(raw: Path, cpu_us_per_call: float) -> tuple[Counter, Counter]:
 def summarize(bridge_raw: Path, hop_raw: Path, bridge_cpu: float, hop_cpu: float, top: int) -> str:
     """`*_cpu`: user CPU microseconds per call of each process while profiled."""
     b_own, b_incl = per_call(bridge_raw, bridge_cpu)
-    f_own, f_incl = per_call(hop_raw, hop_cpu)
-    only_bridge = Counter({f: n for f, n in b_incl.items() if f not in f_incl})
+    h_own, h_incl = per_call(hop_raw, hop_cpu)
+    only_bridge = Counter({f: n for f, n in b_incl.items() if f not in h_incl})
     return "\n".join([
         f"User CPU per call while profiled: bridge {bridge_cpu:.0f} us, floor + hop {hop_cpu:.0f} us "
         "(py-spy --gil samples, scaled to it)", "",
         c.table(["bridge own us/call", "floor+hop", "function (file)"],
-                [[f"{n:.1f}", f"{f_own.get(f, 0.0):.1f}", f] for f, n in b_own.most_common(top)], left=0), "",
+                [[f"{n:.1f}", f"{h_own.get(f, 0.0):.1f}", f] for f, n in b_own.most_common(top)], left=0), "",
         "Inclusive, frames the floor + hop never runs (the bridge's own work; nested frames overlap):", "",
         c.table(["bridge incl us/call", "function (file)"],
                 [[f"{n:.1f}", f] for f, n in only_bridge.most_common(top * 2)], left=0)])
