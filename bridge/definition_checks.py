@@ -1,20 +1,24 @@
-"""Where the tool definitions pages register are checked: off the event loop, fairly.
+"""Where the tool definitions pages register are checked: in bounded turns, fairly.
 
 Checking a definition costs from a few steps of work to millions (a schema of the largest size
 allowed against the JSON Schema meta-schema, the empty object against it, each input example
 within the work budget). The checks run in checking threads of their own, never in the loop's
-default executor, so pages registering at once cannot fill the pool other work needs; and only
-the registration holding the turn runs, so one checking thread at a time competes with the
-loop for the interpreter.
+default executor, so pages registering at once cannot fill the pool other work needs.
 
-A registration takes turns of about `TURN_SECONDS`; the next turn goes to the waiting
-registration that has used the least time so far. A turn ends between two definitions, or in
-the middle of one: the validator calls a checkpoint every few thousand steps of work
-(`bridge.validation.checkpoints`), where the thread parks, the definition half checked, until
-its registration's next turn, while another thread takes the turn. So a page registering a
-small definition waits for one turn of another's, whatever the other registers. A thread stays
-with its registration only while a definition is paused mid-check; at most `MOST_THREADS` are
-held at once on a loop, so the memory held by paused checks is bounded.
+A registration takes turns of about `TURN_SECONDS`, and the event loop waits for each turn to
+end. That is deliberate: a checking thread running beside the loop holds the interpreter while
+the loop waits to take it back after each of its socket reads and writes (up to the switch
+interval, 5 ms, each), so a busy loop stalled for a hundred milliseconds and more behind one
+registration. Taking turns, the loop stalls for one turn at most and does its other work between
+turns. The next turn goes to the waiting registration that has used the least time so far.
+
+A turn ends between two definitions, or in the middle of one: the validator calls a checkpoint
+every few thousand steps of work (`bridge.validation.checkpoints`), where the thread parks, the
+definition half checked, until its registration's next turn, while another thread takes the
+turn. So a page registering a small definition waits for one turn of another's, whatever the
+other registers. A thread stays with its registration only while a definition is paused
+mid-check; at most `MOST_THREADS` are held at once on a loop, so the memory held by paused checks
+is bounded.
 """
 
 from __future__ import annotations
@@ -84,27 +88,22 @@ _threads = _Threads()
 class Turns:
     """Who checks next on one event loop: the waiting registration that has used the least and
     can run (one with a definition paused holds its thread; any other needs one of the
-    `MOST_THREADS`)."""
+    `MOST_THREADS`). One turn at a time, given from a callback of its own, so that the loop
+    polls its sockets between any two turns."""
 
-    def __init__(self) -> None:
-        self._busy = False
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._busy = False  # a turn is given and not yet over
         self._holding: list[tuple[float, int, asyncio.Future[None]]] = []  # each holds a paused thread
         self._fresh: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._held = 0
-
-    @property
-    def waiting(self) -> bool:
-        """Some registration waits for a turn (read from checking threads: a stale answer costs
-        one more turn, or a pause for nothing)."""
-        return bool(self._holding or self._fresh)
+        self._next_scheduled = False
 
     async def take(self, used: float, holding: bool) -> None:
-        if not self._busy and (holding or self._held < MOST_THREADS):
-            self._busy = True
-            return
-        turn = asyncio.get_running_loop().create_future()
+        turn = self._loop.create_future()
         heapq.heappush(self._holding if holding else self._fresh, (used, next(self._order), turn))
+        self._schedule()
         try:
             await turn
         except asyncio.CancelledError:
@@ -114,7 +113,7 @@ class Turns:
 
     def give(self) -> None:
         self._busy = False
-        self._next()
+        self._schedule()
 
     def hold_thread(self) -> _Thread:
         self._held += 1
@@ -123,9 +122,15 @@ class Turns:
     def release_thread(self, thread: _Thread) -> None:
         self._held -= 1
         _threads.put(thread)
-        self._next()  # a registration may have waited for a thread
+        self._schedule()  # a registration may have waited for a thread
+
+    def _schedule(self) -> None:
+        if not self._next_scheduled:
+            self._next_scheduled = True
+            self._loop.call_soon(self._next)
 
     def _next(self) -> None:
+        self._next_scheduled = False
         while not self._busy:
             heaps = [self._holding] if self._held >= MOST_THREADS else [self._holding, self._fresh]
             heaps = [heap for heap in heaps if heap]
@@ -148,72 +153,55 @@ class Checks(Generic[Checked]):
         self.check = check
         self._done: list[Checked] = []
         self._thread: _Thread | None = None  # held while a definition is paused mid-check
-        self._running = False  # the thread is checking (not parked, not finished)
-        self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()  # to a parked thread: go on, or drop
+        self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()  # to the parked thread: go on, or drop
+        self._ended: queue.SimpleQueue[tuple[bool, BaseException | None]] = queue.SimpleQueue()  # turns' ends
         self._ends = 0.0  # of the thread's turn
         self._dropped = False
-        self._owes_turn = False  # cancelled during its turn: the turn is given when the thread stops
 
     async def run(self) -> list[Checked]:
-        self._loop = asyncio.get_running_loop()
-        self._turns = turns = _turns.setdefault(self._loop, Turns())
+        self._loop = loop = asyncio.get_running_loop()
+        turns = _turns.get(loop)
+        if turns is None:
+            turns = _turns[loop] = Turns(loop)
+        self._turns = turns
         used = 0.0
         try:
             while len(self._done) < len(self.items):
                 await turns.take(used, holding=self._thread is not None)
                 started = time.perf_counter()
-                report = self._go()
                 try:
-                    await asyncio.shield(report)
-                except asyncio.CancelledError:
-                    if not report.done():  # the thread runs to its next checkpoint, then gives the turn
-                        self._owes_turn = True
-                        raise
+                    self._take_turn()
+                finally:
                     turns.give()
-                    raise
-                except BaseException:
-                    turns.give()
-                    raise
-                turns.give()
                 used += time.perf_counter() - started
         except BaseException:
             self._drop()
             raise
         return self._done
 
-    def _go(self) -> asyncio.Future[None]:
-        """Start a turn: on a thread taken for it, or on the one parked mid-definition."""
-        self._report: asyncio.Future[None] = self._loop.create_future()
-        self._running = True
+    def _take_turn(self) -> None:
+        """One turn, on a thread taken for it or on the one parked mid-definition; the loop waits
+        for it (the thread parks at a checkpoint or between definitions within the turn)."""
         if self._thread is None:
             self._thread = self._turns.hold_thread()
             self._thread.orders.put(self._turn)
         else:
             self._wake.put(True)
-        return self._report
+        self._turn_ended(*self._ended.get())
 
     def _drop(self) -> None:
         self._dropped = True
-        if self._thread is not None and not self._running:  # parked: unwinds, then lets its thread go
-            self._running = True
+        if self._thread is not None:  # parked: let it unwind, then let its thread go
             self._wake.put(False)
+            self._turn_ended(*self._ended.get())
 
     def _turn_ended(self, paused: bool, error: BaseException | None) -> None:
-        """On the loop: the thread parked mid-definition (`paused`) or ended its turn."""
-        self._running = False
         if not paused:
             assert self._thread is not None
             self._turns.release_thread(self._thread)
             self._thread = None
-        if self._owes_turn:
-            self._owes_turn = False
-            self._turns.give()
-        if self._dropped:
-            self._drop()  # parked just as it was dropped
-        elif error is not None:
-            self._report.set_exception(error)
-        else:
-            self._report.set_result(None)
+        if error is not None:
+            raise error
 
     # --- in the checking thread ------------------------------------------------------------
 
@@ -221,47 +209,44 @@ class Checks(Generic[Checked]):
         """From the next item on, until the turn is over (at least one item, unless dropped)."""
         self._ends = time.perf_counter() + TURN_SECONDS
         error: BaseException | None = None
+        orphaned = False
         try:
             with validation.checkpoints(self._checkpoint):
                 while len(self._done) < len(self.items) and not self._dropped:
                     self._done.append(self.check(self.items[len(self._done)]))
                     if time.perf_counter() >= self._ends:
-                        if self._turns.waiting:
-                            break
-                        self._ends = time.perf_counter() + TURN_SECONDS
+                        break
+        except _Orphaned:
+            orphaned = True
         except _Dropped:
             pass
         except BaseException as exc:  # the check's own bug: raised where the registration awaits
             error = exc
-        if not self._tell(False, error) and self._thread is not None:
+        if orphaned:  # nobody waits for these checks any more
+            assert self._thread is not None
             _threads.put(self._thread)
+        else:
+            self._ended.put((False, error))
 
     def _checkpoint(self) -> None:
         """Called by the validator every few thousand steps: the turn may end here."""
         if self._dropped:
             raise _Dropped
-        now = time.perf_counter()
-        if now < self._ends:
+        if time.perf_counter() < self._ends:
             return
-        if not self._turns.waiting:
-            self._ends = now + TURN_SECONDS
-            return
-        if not self._tell(True, None):
-            raise _Dropped
+        self._ended.put((True, None))
         while True:  # parked until the registration's next turn
             try:
                 go_on = self._wake.get(timeout=PARKED_POLL_SECONDS)
                 break
             except queue.Empty:
                 if self._loop.is_closed():
-                    raise _Dropped from None
+                    raise _Orphaned from None
         if not go_on:
             raise _Dropped
         self._ends = time.perf_counter() + TURN_SECONDS
 
-    def _tell(self, paused: bool, error: BaseException | None) -> bool:
-        try:
-            self._loop.call_soon_threadsafe(self._turn_ended, paused, error)
-            return True
-        except RuntimeError:  # the loop is closed: nobody waits for these checks any more
-            return False
+
+class _Orphaned(_Dropped):
+    """The loop that waited for these checks is closed: nobody will take the parked thread's
+    next turn, nor its end."""

@@ -376,6 +376,40 @@ async def test_a_small_definition_is_checked_while_a_large_one_is_half_checked()
     assert registrations.large_rounds < 20
 
 
+async def test_definitions_are_checked_only_while_the_loop_waits_between_its_own_work():
+    """A checking thread running beside the loop takes the interpreter from it at every switch
+    interval, stalling every page and agent of the process: so the loop hands the checks turns and
+    waits for each to end, and does its own work between turns, never during one."""
+    loop_working = False
+    seen_during_loop_work = 0
+    loop_steps_during_checks = 0
+
+    def check(item: int) -> int:
+        nonlocal seen_during_loop_work
+        assert validation.schema_error({"type": "object", "properties": {"n": {"type": "integer"}}}) is None
+        busy_until = time.perf_counter() + 0.0003
+        while time.perf_counter() < busy_until:
+            seen_during_loop_work += loop_working
+        return item
+
+    async def loop_work(checks: asyncio.Task) -> None:
+        nonlocal loop_working, loop_steps_during_checks
+        while not checks.done():
+            loop_working = True
+            busy_until = time.perf_counter() + 0.02  # longer than the interpreter's switch interval
+            while time.perf_counter() < busy_until:
+                pass
+            loop_working = False
+            loop_steps_during_checks += 1
+            await asyncio.sleep(0)
+
+    checks = asyncio.create_task(Checks(list(range(400)), check).run())
+    await asyncio.gather(checks, loop_work(checks))
+    assert checks.result() == list(range(400))
+    assert seen_during_loop_work == 0
+    assert loop_steps_during_checks >= 2  # the loop was not held for the whole registration either
+
+
 async def test_a_registration_dropped_in_the_middle_of_a_definition_lets_its_thread_go():
     registrations = Registrations(large_waits_for_small=False)
     large = await registrations.start_large()
