@@ -73,7 +73,22 @@ TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "to
 
 
 class _ToolsChangingServer(Server[Any]):
-    """Advertises `tools.listChanged` to handshake clients, over HTTP and stdio alike."""
+    """Advertises `tools.listChanged` to handshake clients, over HTTP and stdio alike; its
+    instructions describe the room as it is when a client reads them (at initialize, or
+    server/discover), never as it was at the last change: a page registering 1,000 tools changes
+    the room 20 times, and describing it each time cost a listing each time."""
+
+    def __init__(self, *args: Any, describe_room: Callable[[], str], **kwargs: Any) -> None:
+        self._describe_room = describe_room
+        super().__init__(*args, **kwargs)
+
+    @property
+    def instructions(self) -> str:
+        return self._describe_room()
+
+    @instructions.setter
+    def instructions(self, given: str | None) -> None:
+        """Server.__init__ sets them; the room's description is what clients read."""
 
     def create_initialization_options(self, notification_options=None, experimental_capabilities=None,
                                       extensions=None):
@@ -100,7 +115,7 @@ class RoomServer:
         self.server = _ToolsChangingServer(
             "agui-mcp-bridge",
             version=__version__,
-            instructions=self._instructions(),
+            describe_room=self._instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -174,7 +189,6 @@ class RoomServer:
         return text
 
     def _room_changed(self, room: Room) -> None:
-        self.server.instructions = self._instructions()  # read by clients at initialize: never stale
         # Coalesced: a page registering 300 tools, or searches activating tools within NOTIFY_DELAY,
         # notify once.
         if self._notify_task is None or self._notify_task.done():
