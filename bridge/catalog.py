@@ -287,9 +287,10 @@ class Room:
         return self._index
 
     def use_embedder(self, embedder: Embedder) -> None:
-        """Search by meaning too from now on: the index is rebuilt with `embedder` (its tools are
-        then waiting for their vectors, and found by words meanwhile)."""
-        self._index = ToolIndex((t.indexed() for t in self._tools.values()), embedder=embedder)
+        """Search by meaning too from now on: the room's tools wait for their vectors, each read
+        as the embedding step takes it, and are found by words meanwhile as before (see
+        ToolIndex.use_embedder)."""
+        self._index.use_embedder(embedder, lambda key: self._tools[key].indexed())
 
     def is_deferred(self, key: str) -> bool:
         return key in self._tools and key not in self.listing().keys

@@ -19,7 +19,7 @@ import heapq
 import math
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -98,7 +98,7 @@ class ToolIndex:
     def __init__(self, tools: Iterable[IndexedTool] = (), embedder: Embedder | None = None) -> None:
         """`embedder` (see bridge.semantic): with one, tools are also found by meaning once
         embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
-        without, search is lexical only.
+        without, search is lexical only (until use_embedder).
 
         Sets of slots or stems are dicts to None: out of the garbage collector's sight, so
         that a full collection does not walk the index (see bridge.bm25)."""
@@ -129,6 +129,26 @@ class ToolIndex:
 
     def __contains__(self, key: object) -> bool:
         return key in self._slot_of
+
+    def use_embedder(self, embedder: Embedder, read: Callable[[str], IndexedTool]) -> None:
+        """Find tools by meaning too from now on, as if made with `embedder`: the tools indexed
+        so far wait for their vectors, each read with `read(key)` (the tool as add() took it)
+        only when an embedding job takes it, and are found by words meanwhile as before (what
+        finds them by words is left as it is). An index keeps the one embedder it is given, so
+        a query's vector is always by its model: the same again does nothing, another is a
+        ValueError."""
+        if self._vectors is not None:
+            if self._vectors.embedder is not embedder:
+                raise ValueError("the index already searches with another embedder")
+            return
+
+        def texts(slot: int) -> tuple[str, str]:
+            key = self._key_at[slot]
+            assert key is not None, "a tool leaving leaves the unread slots (ToolVectors.remove)"
+            tool = read(key)
+            return embedding_texts(tool, words(tool.name))
+
+        self._vectors = ToolVectors(embedder, unread=self._slot_of.values(), read=texts)
 
     def add(self, tools: Iterable[IndexedTool]) -> None:
         """Index `tools`; a key already present is replaced."""
@@ -316,7 +336,8 @@ class ToolIndex:
     def embedding_job(self, limit: int = 256) -> EmbeddingJob | None:
         """Up to `limit` texts of tools not embedded yet and not in another job, to embed off
         the loop (EmbeddingJob.compute) and hand back with store_embeddings; None when there
-        are none (or the index has no embedder)."""
+        are none (or the index has no embedder). A job has no texts when the tools it read
+        (see use_embedder) all had theirs cached and more wait to be read."""
         return self._vectors.job(limit) if self._vectors is not None else None
 
     def store_embeddings(self, job: EmbeddingJob) -> None:

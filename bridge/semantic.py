@@ -453,6 +453,9 @@ async def embed_pending(index: Any, batch: int = DOCUMENT_BATCH) -> int:
     the model raises, the exception propagates and the texts stay pending for the next call."""
     done = 0
     while (job := index.embedding_job(batch)) is not None:
+        if not job.texts:  # the tools it read had their texts cached: nothing for the model this turn
+            await asyncio.sleep(0)
+            continue
         try:
             await worker_for(job.embedder).documents(job)
         finally:

@@ -3,12 +3,13 @@
 A tool is embedded as two texts (bridge.tool_text.embedding_texts), cached by the hash of
 each text (with the model's name), so a tool registered again (a reload, another tab) costs
 no model call. `job()` hands out the texts still to embed, `store()` takes their vectors
-back; both run on the index's loop, the model off it (bridge.semantic).
+back; both run on the index's loop, the model off it (bridge.semantic). A store made for tools
+already indexed (an index given its embedder late) reads their texts only as jobs take them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -29,8 +30,14 @@ class ToolVectors:
     A slot's vector is its texts' vectors weighted (NAME_SHARE), set once all have one.
     Used from the index's loop only; the model runs elsewhere (see bridge.semantic)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, unread: Iterable[int] = (),
+                 read: Callable[[int], tuple[str, str]] | None = None) -> None:
+        """`unread`: slots in use before the store was made, waiting for their vectors as if
+        added, their texts read with `read(slot)` only as jobs take them: reading every tool
+        at once (its definition parsed, its texts made and hashed) would hold the loop."""
         self.embedder = embedder
+        self._unread = dict.fromkeys(unread)
+        self._read = read
         self._vectors: np.ndarray | None = None  # (slots, dimension) float32, grown by doubling
         self._has = np.zeros(64, dtype=bool)
         self.count = 0  # slots with a vector
@@ -42,7 +49,7 @@ class ToolVectors:
 
     @property
     def pending_slots(self) -> int:
-        return len(self._waiting)
+        return len(self._waiting) + len(self._unread)
 
     def add(self, slot: int, texts: tuple[str, str]) -> None:
         hashes = self._hashes_at[slot] = (self._hash(texts[0]), self._hash(texts[1]))
@@ -76,6 +83,7 @@ class ToolVectors:
         self._cache[key] = vector
 
     def remove(self, slot: int) -> None:
+        self._unread.pop(slot, None)
         hashes = self._hashes_at.pop(slot, ())
         if self._waiting.pop(slot, None) is not None:
             for digest in hashes:
@@ -89,6 +97,9 @@ class ToolVectors:
             self.count -= 1
 
     def job(self, limit: int) -> EmbeddingJob | None:
+        """Up to `limit` texts to embed; None when none is left. A job reads at most `limit`
+        unread slots: when all of their texts were cached, it has no texts while more wait."""
+        self._read_unread(limit)
         hashes, texts = [], []
         for digest, (text, _) in self._pending.items():
             if digest not in self._in_flight:
@@ -96,10 +107,23 @@ class ToolVectors:
                 texts.append(text)
                 if len(hashes) >= limit:
                     break
-        if not hashes:
+        if not hashes and not self._unread:
             return None
         self._in_flight.update(hashes)
         return EmbeddingJob(self.embedder, hashes, texts)
+
+    def _read_unread(self, limit: int) -> None:
+        """Unread slots added with their texts until `limit` texts wait for a job, at most `limit`
+        slots (texts in flight are counted off those waiting, also those no tool waits for any
+        more: then a slot or two more is read)."""
+        read = self._read
+        if read is None:  # made with no unread slot
+            return
+        for _ in range(min(limit, len(self._unread))):
+            if len(self._pending) - len(self._in_flight) >= limit:
+                return
+            slot, _ = self._unread.popitem()  # the last: taking the first would rescan the entries freed
+            self.add(slot, read(slot))
 
     def store(self, job: EmbeddingJob) -> None:
         self._in_flight.difference_update(job.hashes)

@@ -27,6 +27,7 @@ import pytest
 from mcp import Client
 
 import bridge.semantic
+from bridge.catalog import ListingPolicy, Room, check_definition
 from bridge.config import Settings
 from bridge.search import IndexedTool, SearchHit, ToolIndex
 from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
@@ -153,6 +154,57 @@ def test_tools_added_removed_or_changed_while_a_job_runs() -> None:
     assert index.pending_embeddings == 0
     assert keys(find(index, "message", limit=1)) == ["take_note"]
     assert "send_email" not in keys(find(index, "mail", limit=10))
+
+
+def test_an_index_given_its_embedder_late_keeps_its_word_hits_and_reads_each_tool_as_a_job_takes_it() -> None:
+    by_key = {t.key: t for t in TOOLS}
+    read: list[str] = []
+
+    def reading(key: str) -> IndexedTool:
+        read.append(key)
+        return by_key[key]
+
+    index = ToolIndex(TOOLS)
+    queries = ["weather", "send an email", "rain umbrella", "book"]
+    by_words = {query: index.search(query, 5) for query in queries}
+    embedder = WordHashEmbedder()
+    index.use_embedder(embedder, reading)
+    # Nothing read yet: the same hits at once, by words, every tool waiting for its vector.
+    assert read == [] and index.pending_embeddings == len(TOOLS)
+    assert {query: find(index, query) for query in queries} == by_words
+    job = index.embedding_job(2)
+    assert job is not None and len(read) == 1 and len(job.texts) == 2  # one tool: its name and what it does
+    index.store_embeddings(job.compute())
+    # Registered and removed before the embedding ends: the new tool embedded, the removed one never read.
+    unread = next(key for key in by_key if key not in read and key != "get_weather")
+    index.remove([unread])
+    by_key["take_note"] = tool("take_note", "Write down a message")
+    index.add([by_key["take_note"]])
+    asyncio.run(embed_pending(index))
+    assert index.pending_embeddings == 0
+    assert sorted(read) == sorted(set(by_key) - {unread, "take_note"})  # each once; take_note was given by add()
+    hits = find(index, "rain umbrella")
+    assert keys(hits)[0] == "get_weather" and all(hit.tier == "hybrid" for hit in hits)
+    assert keys(find(index, "message", limit=1)) == ["take_note"]
+    assert unread not in keys(find(index, unread.replace("_", " "), limit=10))
+    index.use_embedder(embedder, reading)  # the same again: nothing changes
+    with pytest.raises(ValueError, match="another embedder"):
+        index.use_embedder(WordHashEmbedder(), reading)
+
+
+def test_tools_read_late_whose_texts_are_cached_cost_no_model_call() -> None:
+    # The same tool from two tabs: once one is embedded, the other's texts are cached; a job reads
+    # at most its limit of such tools, and the embedding goes on to the rest.
+    tab1, tab2 = (IndexedTool(key=f"get_weather__{tab}", name="get_weather", description="Weather forecast")
+                  for tab in ("tab1", "tab2"))
+    tools = [tool("play_music", "Play a song"), tab1, tab2]
+    by_key = {t.key: t for t in tools}
+    index, embedder = ToolIndex(tools), WordHashEmbedder()
+    index.use_embedder(embedder, by_key.__getitem__)
+    assert asyncio.run(embed_pending(index, batch=1)) == 4
+    assert sorted(embedder.embedded) == sorted(["get weather", "Weather forecast", "play music", "Play a song"])
+    assert index.pending_embeddings == 0 and index.embedding_job() is None
+    assert keys(find(index, "rain", limit=2)) == ["get_weather__tab1", "get_weather__tab2"]
 
 
 def test_a_failed_job_frees_its_texts_for_the_next_one() -> None:
@@ -350,6 +402,45 @@ def test_the_english_model_leaves_requests_in_other_scripts_to_words_and_still_f
         assert index.query_embedder(request) is minilm
         assert all(hit.tier == "hybrid" for hit in find(index, request))
     assert keys(find(index, "Fahrenheit to Celsius"))[0] == "convert_units"  # by meaning: no word in common
+
+
+async def test_a_room_given_the_model_after_its_tools_keeps_its_index_and_embeds_what_came_meanwhile(minilm) -> None:
+    definitions = [check_definition(t) for t in (FORECAST, *DISTRACTORS)]
+    translate = check_definition(page_tool("translate_text", "Translate text into another language"))
+    room = Room("r", ListingPolicy())
+    room.register("S", "Travel", definitions)
+    queries = ["weather forecast", "send an email", "should I take an umbrella tomorrow", "create an invoice"]
+
+    async def hits(searched: Room, query: str) -> list[SearchHit]:
+        return [hit for _, hit in await searched.search(query, 5)]
+
+    by_words, index = [await hits(room, query) for query in queries], room.index
+    room.use_embedder(minilm)
+    # The same index: found by words at once as before, every tool waiting for its vector.
+    assert room.index is index and index.pending_embeddings == len(room) == 6
+    assert [await hits(room, query) for query in queries] == by_words
+    assert room.search_tier("should I take an umbrella tomorrow") == "lexical"
+    job = index.embedding_job(4)
+    assert job is not None
+    in_job = {t.key for t in room.tools_of("S") if t.description in " ".join(job.texts)} - {"get_forecast"}
+    not_in_job = {t.key for t in room.tools_of("S")} - in_job - {"get_forecast"}
+    # Before the embedding ends, a tool of the job and one waiting leave, and another page registers one.
+    gone = [min(in_job), min(not_in_job)]
+    room.unregister("S", gone)
+    room.register("S2", "Travel", [translate])
+    index.store_embeddings(job.compute())
+    await embed_pending(index)
+    assert index.pending_embeddings == 0
+    fresh = Room("fresh", ListingPolicy(), minilm)  # the model there from the start
+    fresh.register("S", "Travel", [d for d in definitions if d.name not in gone])
+    fresh.register("S2", "Travel", [translate])
+    await embed_pending(fresh.index)
+    for query in [*queries, "how do you say good morning in Spanish", "how many yen is 20 euros"]:
+        found = await hits(room, query)
+        assert all(hit.tier == "hybrid" for hit in found) and not {hit.key for hit in found} & set(gone)
+        assert keys(found) == keys(await hits(fresh, query)), query
+    assert keys(await hits(room, "should I take an umbrella tomorrow"))[0] == "get_forecast"
+    assert keys(await hits(room, "how do you say good morning in Spanish"))[0] == "translate_text"
 
 
 def test_the_real_model_returns_vectors_in_the_order_of_the_texts_whatever_their_lengths(minilm) -> None:
