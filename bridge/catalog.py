@@ -501,10 +501,8 @@ class Room:
                 pass
             except Exception:
                 log.exception("semantic tool search: the query could not be embedded; searching by words")
-        index = self._index  # the same index unless use_embedder() came meanwhile
-        if index.query_embedder(query) is not embedder:
-            vector = None
-        return [(self._tools[hit.key], hit) for hit in index.search(query, limit, query_vector=vector)
+        # The index's model is still `embedder` (an index keeps its one: ToolIndex.use_embedder).
+        return [(self._tools[hit.key], hit) for hit in self._index.search(query, limit, query_vector=vector)
                 if hit.key in self._tools]
 
     def search_tier(self, query: str) -> str:

@@ -250,9 +250,10 @@ class ToolIndex:
     def search(self, query: str, limit: int = 5, *, query_vector: np.ndarray | None = None) -> list[SearchHit]:
         """The best `limit` tools for `query`, best first; [] when nothing matches.
 
-        Given the query's vector (by this index's embedder: see query_embedder) and with at
-        least one tool embedded, the lexical candidates and the tools nearest the query are
-        fused (see FUSION_WEIGHT): tier "hybrid"; else "lexical". The model never runs here."""
+        Given the query's vector, by the model query_embedder(query) named (asked once, before
+        the query is embedded: an index's model never changes), and with at least one tool
+        embedded, the lexical candidates and the tools nearest the query are fused (see
+        FUSION_WEIGHT): tier "hybrid"; else "lexical". The model never runs here."""
         if limit <= 0 or not self._slot_of:
             return []
         self._sync()
@@ -272,8 +273,7 @@ class ToolIndex:
             scores = (self._name_substring_scores(query) or self._asking_word_scores(query, query_terms, limit)
                       or self._common_word_scores(query_terms))
         tier = "lexical"
-        if query_vector is not None and self.query_embedder(query) is not None:
-            assert self._vectors is not None
+        if query_vector is not None and self._vectors is not None and self._vectors.count:
             similarity = self._vectors.similarities(query_vector, len(self._key_at))
             scores = self._fuse(scores, similarity, max(limit, RERANK_DEPTH))
             tier = "hybrid"

@@ -207,6 +207,32 @@ def test_tools_read_late_whose_texts_are_cached_cost_no_model_call() -> None:
     assert keys(find(index, "rain", limit=2)) == ["get_weather__tab1", "get_weather__tab2"]
 
 
+def test_a_search_checks_the_scripts_of_its_query_once() -> None:
+    class CountedScripts(WordHashEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked = 0
+
+        @property
+        def scripts(self) -> frozenset[str]:
+            self.asked += 1
+            return frozenset({"Latin"})
+
+    embedder = CountedScripts()
+    room = Room("r", ListingPolicy(), embedder)
+    room.register("S", None, [check_definition({"name": t.key, "description": t.description}) for t in TOOLS])
+
+    async def searches() -> list[list[SearchHit]]:
+        await embed_pending(room.index)
+        embedder.asked = 0
+        return [[hit for _, hit in await room.search(query, 5)] for query in ("rain umbrella", "明天会下雨吗")]
+
+    by_meaning, by_words = asyncio.run(searches())
+    assert keys(by_meaning)[0] == "get_weather" and all(hit.tier == "hybrid" for hit in by_meaning)
+    assert all(hit.tier == "lexical" for hit in by_words)
+    assert embedder.asked == 2
+
+
 def test_a_failed_job_frees_its_texts_for_the_next_one() -> None:
     index = ToolIndex(TOOLS, embedder=WordHashEmbedder())
     job = index.embedding_job()
