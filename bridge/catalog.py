@@ -239,9 +239,13 @@ def _fingerprint(search_mode: bool, tools_as_read: Iterable[str]) -> str:
 class Room:
     """The tools of one room, their MCP names, their index and what is listed."""
 
-    def __init__(self, name: str, policy: ListingPolicy, embedder: Embedder | None = None) -> None:
+    def __init__(self, name: str, policy: ListingPolicy, embedder: Embedder | None = None,
+                 sweep_later: Callable[[Room], None] | None = None) -> None:
+        """`sweep_later(room)`: frees what unregister() left in the index (`index.sweep()`, a
+        slice at a time between turns of its loop); None: unregister() frees it at once."""
         self.name = name
         self.policy = policy
+        self._sweep_later = sweep_later
         self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
         self._by_page: dict[str, dict[str, Tool]] = {}  # session id -> page name -> tool, in registration order
         self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
@@ -283,7 +287,7 @@ class Room:
     @property
     def index(self) -> ToolIndex:
         """The room's search index (for the hub's embedding step, bridge.semantic.embed_pending, and
-        its sweeping of what unregister(index_later=True) left)."""
+        `sweep_later`)."""
         return self._index
 
     def use_embedder(self, embedder: Embedder) -> None:
@@ -416,11 +420,11 @@ class Room:
     def _taken(self, name: str) -> bool:
         return name in self._tools or name in self.policy.reserved_names
 
-    def unregister(self, session_id: str, page_names: Iterable[str] | None = None, *,
-                   index_later: bool = False) -> list[Tool]:
-        """Remove the named tools of a page (all of them when `page_names` is None). With
-        `index_later`, their index entries are only hidden (ToolIndex.retire), for the caller
-        to free with `index.sweep()` a slice at a time; the catalog forgets them at once."""
+    def unregister(self, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
+        """Remove the named tools of a page (all of them when `page_names` is None): gone from
+        listings, searches and names at once. With `sweep_later`, their index entries are only
+        hidden (ToolIndex.retire) and it frees them: at once, 1,000 tools leaving would hold the
+        loop for tens of ms."""
         offered = self._by_page.get(session_id, {})
         if page_names is None:
             doomed = list(offered.values())
@@ -438,10 +442,11 @@ class Room:
             self._by_page.pop(session_id, None)
         if doomed:
             keys = [t.key for t in doomed]
-            if index_later:
-                self._index.retire(keys)
-            else:
+            if self._sweep_later is None:
                 self._index.remove(keys)
+            else:
+                self._index.retire(keys)
+                self._sweep_later(self)
             self._changed(tools=True)
         return doomed
 
@@ -513,9 +518,12 @@ class Room:
 class Catalog:
     """All rooms; a room exists while anything refers to it."""
 
-    def __init__(self, policy: ListingPolicy, embedder: Embedder | None = None) -> None:
+    def __init__(self, policy: ListingPolicy, embedder: Embedder | None = None,
+                 sweep_later: Callable[[Room], None] | None = None) -> None:
+        """`sweep_later`: given to every room (see Room)."""
         self.policy = policy
         self.embedder = embedder  # given to rooms made from now on (see Room.use_embedder for the others)
+        self._sweep_later = sweep_later
         self._rooms: dict[str, Room] = {}
 
     def __len__(self) -> int:
@@ -530,7 +538,7 @@ class Catalog:
     def room(self, name: str) -> Room:
         room = self._rooms.get(name)
         if room is None:
-            room = self._rooms[name] = Room(name, self.policy, self.embedder)
+            room = self._rooms[name] = Room(name, self.policy, self.embedder, self._sweep_later)
         return room
 
     def rooms(self) -> list[Room]:

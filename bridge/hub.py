@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from bridge import messages
@@ -167,7 +167,7 @@ class Hub:
             meta_tools=len(self.meta.definitions),
             meta_tool_tokens=sum(map(estimate_tokens, self.meta.definitions)),
             max_activated=config.max_activated,
-        ))
+        ), sweep_later=self._sweep_later)
         # The semantic tier: the model loads in the background when the first room is made.
         self.semantic = BackgroundEmbedding(config.search_model, path=config.search_model_path,
                                             cache_dir=config.search_model_cache, on_loaded=self._embedder_loaded)
@@ -179,7 +179,7 @@ class Hub:
         self.observers = tuple(observers)
         self.refused: deque[dict[str, Any]] = deque(maxlen=100)  # calls refused before reaching a page
         self._held: dict[str, int] = {}  # rooms an agent edge serves, and how many times
-        self._sweeps: set[asyncio.Task[None]] = set()  # index entries of tools gone, freed slice by slice
+        self._sweeps: dict[Room, asyncio.Task[None]] = {}  # a room's index entries of tools gone, freed slice by slice
         self._definition_limits = DefinitionLimits(
             max_description_chars=config.max_description_chars,
             schema=SchemaLimits(max_bytes=config.max_schema_bytes, max_depth=config.max_schema_depth))
@@ -308,7 +308,7 @@ class Hub:
         self.link.expired(session)
 
     def _dropped(self, session: PageSession, held_here: bool) -> None:
-        self._unregister(self.room(session.room), session.id)
+        self.room(session.room).unregister(session.id)
         for call in self.calls.in_flight(session.id):
             self.calls.settle(call.call_id, Outcome.failure("page_gone", PAGE_GONE))
         if held_here:
@@ -317,21 +317,24 @@ class Hub:
         log.info("page %s left room %s", session.id[:6], session.room)
         self._free_if_unused(session.room)
 
-    def _unregister(self, room: Room, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
-        """A page's tools (all, or those named) gone from listings, searches and names at once; their
-        index entries are freed a slice at a time, as registration adds them: at once, 1,000 tools
-        leaving would hold the loop for tens of ms."""
-        removed = room.unregister(session_id, page_names, index_later=True)
-        if removed:
-            sweep = asyncio.get_running_loop().create_task(self._sweep(room))
-            self._sweeps.add(sweep)
-            sweep.add_done_callback(self._sweeps.discard)
-        return removed
+    def _sweep_later(self, room: Room) -> None:
+        """Free the index entries of the tools that left `room` (Room.unregister: every room's, the
+        ones shared mode mirrors too) a slice at a time, as registration adds them; one sweep a room,
+        so that pages leaving at once do not free a slice each a turn."""
+        running = self._sweeps.get(room)
+        if running is not None and not running.done():
+            return  # it goes on until none is left, these too
+        sweep = self._sweeps[room] = asyncio.get_running_loop().create_task(self._sweep(room))
+        sweep.add_done_callback(lambda done: self._swept(room, done))
 
     @staticmethod
     async def _sweep(room: Room) -> None:
         while room.index.sweep(CATALOG_SLICE):
             await asyncio.sleep(0)
+
+    def _swept(self, room: Room, sweep: asyncio.Task[None]) -> None:
+        if self._sweeps.get(room) is sweep:
+            del self._sweeps[room]
 
     def shutdown(self) -> None:
         """The bridge is stopping: every call in flight ends now with an error the agent reads,
@@ -349,7 +352,7 @@ class Hub:
         if isinstance(msg, RegisterTools):
             return await self._register(session, msg)
         if isinstance(msg, UnregisterTools):
-            removed = self._unregister(self.room(session.room), session.id, msg.tools)
+            removed = self.room(session.room).unregister(session.id, msg.tools)
             if removed:
                 for observer in self.observers:
                     observer.tools_changed(session, [], removed)
@@ -390,7 +393,7 @@ class Hub:
         errors += refused
         for start in range(0, len(definitions), CATALOG_SLICE):
             if session.closed:  # the page went away meanwhile: what it registered went with it
-                self._unregister(room, session.id)
+                room.unregister(session.id)
                 return []
             tools += room.register(session.id, session.page.title, definitions[start:start + CATALOG_SLICE],
                                    session.label)

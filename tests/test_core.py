@@ -11,7 +11,7 @@ from bridge import messages
 from bridge.calls import CallTable, MonotonicProgress, Outcome
 from bridge.catalog import ListingPolicy, Room, check_definition, mcp_safe_name
 from bridge.config import Settings
-from bridge.hub import PAGE_GONE, Hub
+from bridge.hub import CATALOG_SLICE, PAGE_GONE, Hub
 from bridge.messages import Hello, PageInfo, ProtocolError, ToolReturn, parse_page_message
 from bridge.results import to_call_tool_result
 from bridge.sessions import PageEvent, PageSession
@@ -575,6 +575,25 @@ async def test_tools_a_page_unregisters_are_gone_at_once_and_their_index_entries
     assert room.index.sweep(0) == 299  # hidden at once, freed between turns of the loop
     await asyncio.sleep(0)
     assert 0 < room.index.sweep(0) < 299
+    while room.index.sweep(0):
+        await asyncio.sleep(0)
+
+
+async def test_pages_leaving_a_room_at_once_have_their_index_entries_freed_by_one_sweep():
+    # A sweep for each would free a slice each a turn of the loop: the turn grows with the pages.
+    h = hub(max_tools_per_page=1000)
+    pages = []
+    for n in range(3):
+        page, _ = h.hello(Hello(type="agui.hello"))
+        await h.handle(page, messages.RegisterTools(type="agui.tools.register", tools=[
+            {"name": f"page{n}_tool_{i}", "description": f"Export the report number {i}"} for i in range(200)]))
+        pages.append(page)
+    room = h.room("default")
+    for page in pages:
+        h.drop(page)
+    assert len(room) == 0 and room.index.sweep(0) == 600
+    await asyncio.sleep(0)
+    assert room.index.sweep(0) == 600 - CATALOG_SLICE
     while room.index.sweep(0):
         await asyncio.sleep(0)
 

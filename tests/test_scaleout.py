@@ -22,6 +22,7 @@ import redis
 import websockets
 from mcp import Client
 
+from bridge.catalog import Room
 from redis_support import redis_server, redis_url, start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
@@ -155,6 +156,33 @@ async def test_list_changed_reaches_agents_of_every_process(redis_url, era):
             await p.close()  # left for good
             await next_change(listening)
             assert (await client.list_tools()).tools == []
+
+
+async def test_tools_unregistered_on_another_process_leave_its_mirror_at_once_their_index_entries_slice_by_slice(
+        redis_url):
+    reports = [tool(f"report_{n}", f"Export the report number {n}") for n in range(300)]
+    async with bridges(redis_url) as (a, b), page(a, *reports) as p:
+        room = b.hub.room("default")
+        await eventually(lambda: len(room) == 300)
+        seen = []  # what the mirror's change left, as its listeners see it before the loop turns
+
+        def changed(mirror: Room) -> None:
+            seen.append((len(mirror), mirror.listing().keys <= {f"report_{n}" for n in range(50)},
+                         mirror.index.sweep(0), [hit.key for hit in mirror.index.search("export report 120", 10)]))
+
+        stop = room.subscribe(changed)
+        await p.send({"type": "agui.tools.unregister", "tools": [f"report_{n}" for n in range(50, 300)]})
+        assert (await p.reply())["type"] == "agui.tools.unregistered"
+        await eventually(lambda: seen)
+        stop()
+        # Gone from the room, its listing and search at once; their index entries only hidden so far.
+        (left, listed, hidden, found), = seen
+        assert (left, listed, hidden) == (50, True, 250) and found and all(int(key.removeprefix("report_")) < 50 for key in found)
+        await eventually(lambda: room.index.sweep(0) == 0)
+        fresh = Room("fresh", room.policy)
+        fresh.register(p.session_id, "Test page", [t.definition for t in room.tools_of(p.session_id)])
+        for query in ("export report", "report 12", "report 120", "export the report number 7"):
+            assert [hit for _, hit in await room.search(query, 10)] == [hit for _, hit in await fresh.search(query, 10)]
 
 
 MANY = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(50)] + [
