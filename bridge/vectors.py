@@ -142,16 +142,28 @@ class ToolVectors:
                     self._set(slot, self._combined(hashes, has))
 
     def _set(self, slot: int, vector: np.ndarray) -> None:
-        if self._vectors is None:
-            self._vectors = np.zeros((max(64, len(self._has)), len(vector)), dtype=np.float32)
-        while slot >= len(self._vectors):
-            self._vectors = np.concatenate([self._vectors, np.zeros_like(self._vectors)])
-        while slot >= len(self._has):
-            self._has = np.concatenate([self._has, np.zeros_like(self._has)])
+        if self._vectors is None or slot >= len(self._vectors):
+            self._grow(slot + 1, len(vector))
+        assert self._vectors is not None
         self._vectors[slot] = vector
         if not self._has[slot]:
             self._has[slot] = True
             self.count += 1
+
+    def _grow(self, slots: int, dimension: int) -> None:
+        """Room for `slots` slots at least, by doubling, in one step: new arrays whose zeros the
+        system gives as their pages are first written (np.zeros), the rows so far copied in. The
+        last slot may be the first embedded (unread slots are read last first), and doubling a
+        step at a time would allocate, zero and copy every size in between."""
+        size = max(64, len(self._has))
+        while size < slots:
+            size *= 2
+        vectors = np.zeros((size, dimension), dtype=np.float32)
+        has = np.zeros(size, dtype=bool)
+        if self._vectors is not None:
+            vectors[:len(self._vectors)] = self._vectors
+        has[:len(self._has)] = self._has
+        self._vectors, self._has = vectors, has
 
     def has_vector(self, slot: int) -> bool:
         return slot < len(self._has) and bool(self._has[slot])
