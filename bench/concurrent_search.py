@@ -6,7 +6,7 @@ Three processes, so a row measures the bridge and not its clients:
 
 - the bridge: a real bridge (uvicorn on 127.0.0.1) in a process of its own (this script with
   `--serve`), driven by JSON lines on its stdin: a probe on its loop (the longest gap between
-  1 ms wake-ups) is switched on around each row, the in-process rows (`await Room.search`, as
+  1 ms wake-ups, and the most CPU the process spent within one gap) is switched on around each row, the in-process rows (`await Room.search`, as
   many at once as there are agents) run there, and its embedding worker reports where the
   query time went (`EmbeddingWorker.costs`: queue wait, model time, batch sizes);
 - the pages: bench/_common.py's pages process, one page registering `--tools` tools, and
@@ -78,28 +78,32 @@ def queries(seed: str, count: int) -> list[str]:
 
 
 class LoopProbe:
-    """The longest gap between the 1 ms wake-ups of a task on the loop, past the 1 ms, while running."""
+    """The longest gap between the 1 ms wake-ups of a task on the loop, past the 1 ms, while running;
+    and the most CPU time the bridge's process spent within one gap (all its threads: a definition
+    check's turn, which the loop waits for, counts; the time the process waited for a core does
+    not, which the wall-clock gap counts on a busy machine)."""
 
     def __init__(self) -> None:
-        self.longest = 0.0
+        self.longest = self.longest_cpu = 0.0
         self._running = False
 
     def start(self) -> None:
-        self.longest, self._running = 0.0, True
+        self.longest, self.longest_cpu, self._running = 0.0, 0.0, True
         self._task = asyncio.create_task(self._tick())
 
-    async def stop(self) -> float:
+    async def stop(self) -> tuple[float, float]:
         self._running = False
         await self._task
-        return self.longest
+        return self.longest, self.longest_cpu
 
     async def _tick(self) -> None:
-        last = time.perf_counter()
+        last, last_cpu = time.perf_counter(), time.process_time()
         while self._running:
             await asyncio.sleep(0.001)
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
             self.longest = max(self.longest, now - last - 0.001)
-            last = now
+            self.longest_cpu = max(self.longest_cpu, cpu - last_cpu)
+            last, last_cpu = now, cpu
 
 
 async def at_once(count: int, rounds: int, seed: str, search, every: float = 0.0) -> list[float]:
@@ -262,15 +266,17 @@ class BridgeProcess(CommandProcess):
 
 # --- the driver (the agents' process) ----------------------------------------------------------
 
-HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'gc':>6} {'gc':>6} {'bridge':>7} {'agents':>7} "
+HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'stall':>7} {'gc':>6} {'gc':>6} {'bridge':>7} {'agents':>7} "
           f"{'batch':>5} {'wait':>6} {'model':>6}")
-UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'ms max':>6} {'CPU ms':>6} {'CPU ms':>7} {'CPU ms':>7} "
+UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'CPU ms':>7} {'ms max':>6} {'CPU ms':>6} {'CPU ms':>7} {'CPU ms':>7} "
          f"{'mean':>5} {'ms':>6} {'ms':>6}")
 
 
-def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tuple[float, float] | None = None,
+def row(label: str, latencies: list[float] | None, stall: tuple[float, float] | None,
+        cpu: tuple[float, float] | None = None,
         before: dict | None = None, after: dict | None = None, collector: tuple[float, float] | None = None) -> None:
-    """One line: latency p50 / p95, the bridge loop's longest stall, its longest garbage collection and
+    """One line: latency p50 / p95, the bridge loop's longest stall and the most CPU its process
+    spent within one stall, its longest garbage collection and
     that collection's CPU time, CPU a search of each process, and the embedding worker's part: queries
     per model call, mean queue wait, model time per call."""
     cells = [f"{label:<56}"]
@@ -280,7 +286,7 @@ def row(label: str, latencies: list[float] | None, stall: float | None, cpu: tup
         cells += [f"{statistics.median(ordered) * 1e3:7.2f}", f"{p95 * 1e3:7.2f}"]
     else:
         cells += [f"{'-':>7}"] * 2
-    cells.append(f"{stall * 1e3:7.2f}" if stall is not None else f"{'-':>7}")
+    cells += [f"{seconds * 1e3:7.2f}" for seconds in stall] if stall is not None else [f"{'-':>7}"] * 2
     cells += [f"{seconds * 1e3:6.2f}" for seconds in collector] if collector is not None else [f"{'-':>6}"] * 2
     if cpu and latencies:
         cells += [f"{cpu[0] / len(latencies) * 1e3:7.2f}", f"{cpu[1] / len(latencies) * 1e3:7.2f}"]
@@ -384,8 +390,9 @@ async def main(args: argparse.Namespace) -> None:
     print(machine())
     print(f"{args.tools:,} tools, {args.agents} agents, {args.rounds} searches each per row; load average "
           f"{load_average()}")
-    print("CPU: the process's user + system time over the row, per search; gc: the bridge's longest garbage "
-          "collection in the row, and its CPU time; batch / wait / model: the bridge's embedding worker (queries per model call, "
+    print("CPU: the process's user + system time over the row, per search; stall: the bridge loop's longest "
+          "gap, and the most CPU its process spent within one gap (what the bridge did, not what it waited for "
+          "a core); gc: the bridge's longest garbage collection in the row, and its CPU time; batch / wait / model: the bridge's embedding worker (queries per model call, "
           "mean wait for the model, model time per call)")
     print(HEADER)
     print(UNITS)
