@@ -7,7 +7,11 @@ measuring the longest gap between its wake-ups; the baseline row is the same tic
 The stall table's "gc ms" column is the longest garbage collection during the row (it stops every
 thread, the loop's too); on the resident tools' rows, the CPU time of a full collection (the
 quickest of 3) with them registered and the start-up heap frozen, as `serve` freezes it, and
-"tracked" the objects it walks.
+"tracked" the objects it walks. Then, in each room: 5 pages of 200 tools leave at once; a page of
+another process (shared mode) registers 1,000 tools and unregisters them, as this process mirrors
+them (the calls bridge.redis_link makes); and the semantic model arrives after the tools (a stand-in
+model that answers at once, so the rows show the loop's own part: Catalog.use_embedder, then every
+tool embedded by bridge.semantic.embed_pending, the stand-in running on the model's thread).
 The second table times one-tool registrations in room "b", one after the other, for as long as
 room "a" registers large schemas; its baseline is the same registrations with room "a" idle.
 Prints both tables; the bounds are 20 ms for a stall and 50 ms for a registration's wait.
@@ -28,11 +32,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bridge.catalog import check_definition  # noqa: E402
 from bridge.config import Settings  # noqa: E402
 from bridge.hub import Hub  # noqa: E402
 from bridge.messages import Hello, RegisterTools  # noqa: E402
+from bridge.semantic import embed_pending  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo"]
@@ -69,6 +77,18 @@ async def longest_stall(work) -> tuple[float, float]:
     done.set()
     await task
     return took, worst
+
+
+class StandInModel:
+    """An embedding model that answers at once: what remains is the loop's side of embedding."""
+
+    name = "stand-in"
+
+    def embed_documents(self, texts):
+        return np.full((len(texts), 384), 384 ** -0.5, dtype=np.float32)
+
+    def embed_query(self, text):
+        return np.full(384, 384 ** -0.5, dtype=np.float32)
 
 
 def full_collection() -> tuple[float, int]:
@@ -124,6 +144,52 @@ async def stall_table() -> None:
             took, stall = await longest_stall(leave)
             print(f"{room_size:>10} {'  ... and leaves':<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
                   f"{pauses.longest * 1e3:7.2f}")
+
+        def row(label: str, took: float, stall: float) -> None:
+            print(f"{room_size:>10} {label:<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
+                  f"{pauses.longest * 1e3:7.2f}")
+
+        room = hub.room("default")
+        leaving = []
+        for n in range(5):
+            page, _ = hub.hello(Hello(type="agui.hello"))
+            await hub.handle(page, RegisterTools(type="agui.tools.register", tools=tools(f"g{n}r{room_size}", 200)))
+            leaving.append(page)
+
+        async def leave_together():
+            for page in leaving:
+                hub.drop(page)
+            room.listing()
+            while room.index.sweep(0):
+                await asyncio.sleep(0)
+
+        pauses.reset()
+        row("5 pages x 200 leave at once", *await longest_stall(leave_together))
+
+        mirrored = [check_definition(raw) for raw in tools(f"m{room_size}", 1_000)]
+
+        async def mirror_registers():
+            room.register("elsewhere", "Another process's page", mirrored, "page elsewhere")
+            room.listing()
+
+        async def mirror_unregisters():
+            room.unregister("elsewhere", [definition.name for definition in mirrored])
+            room.listing()
+            while room.index.sweep(0):
+                await asyncio.sleep(0)
+
+        pauses.reset()
+        row("mirror: 1,000 registered", *await longest_stall(mirror_registers))
+        pauses.reset()
+        row("mirror: ... unregistered", *await longest_stall(mirror_unregisters))
+
+        async def model_arrives():
+            hub.catalog.use_embedder(StandInModel())
+            await embed_pending(room.index)
+            await room.search("export invoice", 5)
+
+        pauses.reset()
+        row("model arrives, all embedded", *await longest_stall(model_arrives))
 
 
 def wide_schema(tag: str) -> dict:
