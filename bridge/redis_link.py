@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from bridge import messages
 from bridge.calls import CallTable, Outcome
 from bridge.catalog import Catalog, Room, Tool
-from bridge.hub import HubObserver, LinkDown
+from bridge.hub import CATALOG_SLICE, HubObserver, LinkDown
 from bridge.messages import ProtocolError, ToolDefinition
 from bridge.pages import Pages
 from bridge.search import ToolIndex
@@ -117,6 +117,102 @@ return 1
 """
 
 
+class OrderedWork:
+    """Work started under a key (a page), each piece once the pieces started earlier under that key
+    have ended; a piece started `after_all` waits for every piece pending then, whatever its key.
+    `spawn(work, what)` runs a piece as a task."""
+
+    def __init__(self, spawn: Callable[[Awaitable[Any], str], asyncio.Task[None]]) -> None:
+        self._spawn = spawn
+        self._latest: dict[str, asyncio.Task[None]] = {}  # per key, while it waits or runs
+
+    def add(self, key: str, work: Callable[[], Awaitable[Any]], what: str, *, after_all: bool = False) -> None:
+        earlier = list(self._latest.values()) if after_all else [t for t in (self._latest.get(key),) if t]
+
+        async def in_order() -> None:
+            if earlier:
+                await asyncio.wait(earlier)
+            await work()
+
+        task = self._latest[key] = self._spawn(in_order(), what)
+        task.add_done_callback(lambda done: self._latest.pop(key) if self._latest.get(key) is done else None)
+
+    async def settled(self) -> None:
+        """Until every piece started so far has ended (each key's latest ends after its earlier ones)."""
+        if self._latest:
+            await asyncio.wait(list(self._latest.values()))
+
+
+class ToolMirror:
+    """The tools of pages other processes hold, changed as their processes say (the link hands it
+    what it hears; it does no I/O). A page's changes apply in the order heard; the tools of each are
+    checked and added a slice at a time (`CATALOG_SLICE`) with a turn of the loop between, as the
+    page's own process added them: in one step, a page bringing many tools held the loop far longer
+    than a turn should take (bench/README.md). A page dropped meanwhile (it left, or its grace
+    period ran out) took with it what was mirrored, and the slices still to come are not added.
+
+    Its order is its own, apart from the link's per-page Redis writes: mirroring is the loop's work
+    only, so it never waits for Redis to answer, and a push to a page never waits for a mirroring."""
+
+    def __init__(self, catalog: Catalog, embed_later: Callable[[ToolIndex], None]) -> None:
+        self.catalog = catalog
+        self._embed_later = embed_later
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._work = OrderedWork(self._spawn)
+
+    def change(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *, full: bool) -> None:
+        """A page's tools changed on its process: `tools` (their definitions, and their names there)
+        registered and `removed` unregistered, or with `full`, `tools` are all it has now."""
+        self._work.add(session.id, lambda: self._apply(session, tools, removed, full=full), "mirror a page's tools")
+
+    def activate(self, room: str, keys: list[str]) -> None:
+        """An agent of another process had deferred tools listed: listed here too, once the changes
+        heard before are applied (they may bring these tools)."""
+        self._work.add(f"room {room}", lambda: self._activate(room, keys), "activate mirrored tools", after_all=True)
+
+    async def settled(self) -> None:
+        """Until the changes heard so far are applied."""
+        await self._work.settled()
+
+    async def _apply(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *,
+                     full: bool) -> None:
+        if session.closed:
+            return
+        room = self.catalog.room(session.room)
+        if full:
+            kept = {e["definition"]["name"] for e in tools}
+            removed = [t.page_name for t in room.tools_of(session.id) if t.page_name not in kept]
+        if removed:
+            room.unregister(session.id, removed)
+        for start in range(0, len(tools), CATALOG_SLICE):
+            if start:
+                await asyncio.sleep(0)
+                if session.closed:  # it left meanwhile: what was mirrored went with it
+                    return
+            entries = tools[start:start + CATALOG_SLICE]
+            room.register(session.id, session.page.title, [ToolDefinition.model_validate(e["definition"])
+                                                           for e in entries],
+                          session.label, keys=[e["key"] for e in entries])
+        if tools:
+            self._embed_later(room.index)
+
+    async def _activate(self, room: str, keys: list[str]) -> None:
+        mirrored = self.catalog.get(room)
+        if mirrored is not None:
+            mirrored.activate(keys)
+
+    def _spawn(self, work: Awaitable[Any], what: str) -> asyncio.Task[None]:
+        async def logged() -> None:
+            try:
+                await work
+            except Exception:  # a change this process cannot read (another version) stops nothing
+                log.exception("could not %s", what)
+        task = asyncio.create_task(logged())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
 class RedisLink(HubObserver):
     """The hub's link to the other processes (see `bridge.hub.HubLink`); as one of the hub's
     observers it tells them of this process's pages and tools.
@@ -127,7 +223,7 @@ class RedisLink(HubObserver):
     calls: CallTable
     catalog: Catalog
     pages: Pages
-    _embed_later: Callable[[ToolIndex], None]
+    mirror: ToolMirror
 
     def __init__(self, url: str, *, page_grace: float, call_timeout: float, heartbeat: float = 1.0,
                  prefix: str = "agui:") -> None:
@@ -151,7 +247,9 @@ class RedisLink(HubObserver):
         self._unsettled: dict[str, str] = {}  # call_id -> page: calls that ended while Redis was away
         self._writes: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()  # in order: page then tools
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._page_work: dict[str, asyncio.Task[None]] = {}  # the latest push or call end per page, to keep their order
+        # A page's pushes and call ends, in order: a cancel, then its call's end (the other way round, the
+        # page's process hears the call ended and drops the cancel as a stale event).
+        self._page_writes = OrderedWork(self._spawn)
         self._runners: list[asyncio.Task[Any]] = []
         self.up = False
         self._live = False  # the current pubsub is subscribed: an event stream opening follows its page on it
@@ -161,7 +259,8 @@ class RedisLink(HubObserver):
                embed_later: Callable[[ToolIndex], None]) -> None:
         """The hub's call table, catalog and pages, which other processes' news updates, and how a
         room's tools are queued for embedding."""
-        self.calls, self.catalog, self.pages, self._embed_later = calls, catalog, pages, embed_later
+        self.calls, self.catalog, self.pages = calls, catalog, pages
+        self.mirror = ToolMirror(catalog, embed_later)
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -250,20 +349,6 @@ class RedisLink(HubObserver):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    def _spawn_for_page(self, sid: str, work: Awaitable[Any], what: str) -> None:
-        """`_spawn`, after what was spawned earlier for the same page: a cancel, then its call's end,
-        reach Redis in that order (the other way round, the page's process hears the call ended and
-        drops the cancel as a stale event)."""
-        earlier = self._page_work.get(sid)
-
-        async def in_order() -> None:
-            if earlier is not None:
-                await asyncio.wait([earlier])
-            await work
-
-        task = self._page_work[sid] = self._spawn(in_order(), what)
-        task.add_done_callback(lambda done: self._page_work.pop(sid) if self._page_work.get(sid) is done else None)
 
     def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
         self._writes.put_nowait(write)
@@ -409,7 +494,8 @@ class RedisLink(HubObserver):
             mirror = self._mirror_record(sid, record)
             if mirror is not None:
                 entries = sorted((json.loads(t) for t in tools.values()), key=lambda t: t["seq"])
-                self._mirror_tools(mirror, entries, [], full=True)
+                self.mirror.change(mirror, entries, [], full=True)
+        await self.mirror.settled()
         for session in self.pages.held_elsewhere():
             if session.id not in known:
                 # Not in Redis (it lost its data, or the page left meanwhile): its holder writes it back
@@ -459,13 +545,13 @@ class RedisLink(HubObserver):
         session.deliver(PageEvent(envelope["id"], event["type"], event))
 
     def _on_catalog(self, message: dict[str, Any]) -> None:
+        """Where a page is and whether it is connected change here at once: nothing the mirror of its
+        tools does reads or writes them, and a page dropped (it left) stops its mirroring."""
         op, sid = message["op"], message.get("sid", "")
         if op == "held":
             self._mirror(sid, message["room"], message["page"], message["pid"], True)
         elif op == "activate":
-            room = self.catalog.get(message["room"])
-            if room is not None:
-                room.activate(message["keys"])
+            self.mirror.activate(message["room"], message["keys"])
             return
         session = self.pages.get(sid)
         if session is None or session.holder == self.process_id:
@@ -476,27 +562,13 @@ class RedisLink(HubObserver):
             self._unsubscribe(sid)
             self.pages.drop(session)
         elif op == "tools":
-            self._mirror_tools(session, message["tools"], message["removed"], full=message["full"])
+            self.mirror.change(session, message["tools"], message["removed"], full=message["full"])
 
     def _mirror_record(self, sid: str, record: dict[str, str]) -> PageSession | None:
         return self._mirror(sid, record["room"], record["page"], record["holder"], record.get("connected") == "1")
 
     def _mirror(self, sid: str, room: str, page: str, holder: str, connected: bool) -> PageSession | None:
         return self.pages.mirror(sid, room, page, holder, connected)
-
-    def _mirror_tools(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *,
-                      full: bool) -> None:
-        room = self.catalog.room(session.room)
-        if full:
-            removed = [t.page_name for t in room.tools_of(session.id)
-                       if t.page_name not in {e["definition"]["name"] for e in tools}]
-        if removed:
-            room.unregister(session.id, removed)
-        if tools:
-            room.register(session.id, session.page.title, [ToolDefinition.model_validate(t["definition"])
-                                                           for t in tools],
-                          session.label, keys=[t["key"] for t in tools])
-            self._embed_later(room.index)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         call_id = message["call_id"]
@@ -605,7 +677,7 @@ class RedisLink(HubObserver):
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
-        self._spawn_for_page(session.id, self._push_to(session.id, data), f"send {data['type']} to a page")
+        self._page_writes.add(session.id, lambda: self._push_to(session.id, data), f"send {data['type']} to a page")
 
     async def _push_to(self, sid: str, data: dict[str, Any], *,
                        stopped: tuple[str, dict[str, Any]] | None = None) -> int:
@@ -623,7 +695,7 @@ class RedisLink(HubObserver):
             args=args)
 
     def settled(self, session: PageSession, call_id: str) -> None:
-        self._spawn_for_page(session.id, self._end_call(session.id, call_id), "end a call")
+        self._page_writes.add(session.id, lambda: self._end_call(session.id, call_id), "end a call")
 
     async def _end_call(self, sid: str, call_id: str) -> None:
         if call_id not in self._asked:
