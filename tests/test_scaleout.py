@@ -23,6 +23,7 @@ import websockets
 from mcp import Client
 
 from bridge.catalog import Room
+from bridge.hub import CATALOG_SLICE
 from redis_support import redis_server, redis_url, start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
@@ -183,6 +184,114 @@ async def test_tools_unregistered_on_another_process_leave_its_mirror_at_once_th
         fresh.register(p.session_id, "Test page", [t.definition for t in room.tools_of(p.session_id)])
         for query in ("export report", "report 12", "report 120", "export the report number 7"):
             assert [hit for _, hit in await room.search(query, 10)] == [hit for _, hit in await fresh.search(query, 10)]
+
+
+def parts(version: str = "v1", numbers: range = range(1000)) -> list[dict]:
+    return [tool(f"part_{n}", f"Order the spare part number {n} ({version})") for n in numbers]
+
+
+def mirrored(b, session_id: str) -> list[tuple[str, str]]:
+    """A page's tools as this process's room has them, in its order: (name, description)."""
+    return [(t.key, t.description) for t in b.hub.room("default").tools_of(session_id)]
+
+
+async def test_a_thousand_tools_registered_on_another_process_are_mirrored_a_slice_at_a_time_in_order(redis_url):
+    async with bridges(redis_url) as (a, b), Client(b.mcp_url(), mode="2026-07-28") as agent:
+        p = Page(a)
+        await p.connect()
+        await eventually(lambda: b.hub.session(p.session_id))
+        room, turns = b.hub.room("default"), 0
+        steps = []  # (tools, turns of the loop so far) at each change of the mirror's tools
+
+        def changed(mirror: Room) -> None:
+            if not steps or steps[-1][0] != len(mirror):
+                steps.append((len(mirror), turns))
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        counting = asyncio.create_task(count_turns())
+        stop = room.subscribe(changed)
+        try:
+            await p.register(*parts())
+            await eventually(lambda: len(room) == 1000)
+        finally:
+            stop()
+            counting.cancel()
+        assert mirrored(b, p.session_id) == mirrored(a, p.session_id)  # the page's order, the same names
+        assert [key for key, _ in mirrored(b, p.session_id)] == [f"part_{n}" for n in range(1000)]
+        assert tools_of(b) == tools_of(a)
+        sizes = [size for size, _ in steps]
+        assert all(0 < later - earlier <= CATALOG_SLICE for earlier, later in zip([0, *sizes], sizes)), sizes
+        assert all(later > earlier for (_, earlier), (_, later) in zip(steps, steps[1:])), steps  # the loop turned
+        found = await agent.call_tool("tool_search", {"query": "order the spare part number 999"})
+        assert found.structured_content["matches"][0]["name"] == "part_999"
+        await p.close()
+
+
+async def test_a_page_that_leaves_while_its_tools_are_mirrored_leaves_nothing_behind(redis_url):
+    async with bridges(redis_url) as (a, b), Client(b.mcp_url(), mode="legacy") as agent:
+        await agent.list_tools()  # the agent holds the room on b
+        p = Page(a)
+        await p.connect()
+        await eventually(lambda: b.hub.session(p.session_id))
+        room = b.hub.room("default")
+        ghosts = []  # changes that showed tools of the page after it was gone
+
+        def changed(mirror: Room) -> None:
+            if b.hub.session(p.session_id) is None and mirror.tools_of(p.session_id):
+                ghosts.append(len(mirror))
+
+        stop = room.subscribe(changed)
+        await p.register(*parts())
+        await p.close()  # for good, as soon as its tools are registered
+        await eventually(lambda: b.hub.session(p.session_id) is None)
+        await b.bridge.link.mirror.settled()
+        stop()
+        assert ghosts == [] and len(room) == 0 and b.hub.room("default") is room
+        assert (await agent.list_tools()).tools == []
+
+
+async def test_what_a_page_changes_after_a_thousand_tools_applies_after_them_on_another_process(redis_url):
+    async with bridges(redis_url) as (a, b), page(a) as p:
+        await p.register(*parts())
+        await p.send({"type": "agui.tools.unregister", "tools": [f"part_{n}" for n in range(500, 1000)]})
+        assert (await p.reply())["type"] == "agui.tools.unregistered"
+        await p.register(*parts("v2", range(400, 500)))  # a replacement
+        await p.register(tool("sentinel"))  # once it is mirrored, so is everything said before
+        await eventually(lambda: b.hub.room("default").get("sentinel"))
+        expected = [(f"part_{n}", f"Order the spare part number {n} ({'v2' if n >= 400 else 'v1'})")
+                    for n in range(500)] + [("sentinel", "The sentinel tool.")]
+        assert mirrored(b, p.session_id) == mirrored(a, p.session_id) == expected
+
+
+async def test_a_full_resync_after_a_thousand_tools_replaces_them_on_another_process(redis_url):
+    """What a process publishes after reconnecting to Redis (`full`: all the page's tools), said here
+    by the test as that process: the page's tools are then these, whatever was mirrored before."""
+    async with bridges(redis_url) as (a, b), page(a) as p:
+        await p.register(*parts())
+        resync = {"op": "tools", "pid": a.bridge.link.process_id, "sid": p.session_id, "removed": [], "full": True,
+                  "tools": [{"definition": definition, "key": definition["name"], "seq": n}
+                            for n, definition in enumerate(parts("v2", range(100)))]}
+        await b.bridge.link.redis.publish("agui:catalog", json.dumps(resync))
+        await p.register(*parts("v3", range(1)))  # once it is mirrored, so is everything said before
+        await eventually(lambda: mirrored(b, p.session_id)[:1] == [("part_0", "Order the spare part number 0 (v3)")])
+        assert mirrored(b, p.session_id)[1:] == [(f"part_{n}", f"Order the spare part number {n} (v2)")
+                                                 for n in range(1, 100)]
+
+
+async def test_a_tool_activated_while_its_page_is_mirrored_is_activated_once_mirrored(redis_url):
+    """An agent of the page's process had a tool listed as soon as it was registered (said here by
+    the test as that process, while this one is still mirroring the page's tools)."""
+    async with bridges(redis_url) as (a, b), page(a) as p:
+        await p.register(*parts())
+        await eventually(lambda: len(b.hub.room("default")), interval=0)
+        activate = {"op": "activate", "pid": a.bridge.link.process_id, "room": "default", "keys": ["part_999"]}
+        await b.bridge.link.redis.publish("agui:catalog", json.dumps(activate))
+        await eventually(lambda: b.hub.room("default").activated == ["part_999"])
 
 
 MANY = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(50)] + [
