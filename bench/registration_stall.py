@@ -9,9 +9,10 @@ thread, the loop's too); on the resident tools' rows, the CPU time of a full col
 quickest of 3) with them registered and the start-up heap frozen, as `serve` freezes it, and
 "tracked" the objects it walks. Then, in each room: 5 pages of 200 tools leave at once; a page of
 another process (shared mode) registers 1,000 tools and unregisters them, as this process mirrors
-them (the calls bridge.redis_link makes); and the semantic model arrives after the tools (a stand-in
-model that answers at once, so the rows show the loop's own part: Catalog.use_embedder, then every
-tool embedded by bridge.semantic.embed_pending, the stand-in running on the model's thread).
+them (bridge.redis_link's ToolMirror, given each change as published, from its JSON text, timed
+until it is applied); and the semantic model arrives after the tools (a stand-in model that
+answers at once, so the rows show the loop's own part: Catalog.use_embedder, then every tool
+embedded by bridge.semantic.embed_pending, the stand-in running on the model's thread).
 The second table times one-tool registrations in room "b", one after the other, for as long as
 room "a" registers large schemas; its baseline is the same registrations with room "a" idle.
 Prints both tables; the bounds are 20 ms for a stall and 50 ms for a registration's wait.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import statistics
 import sys
 import time
@@ -39,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.catalog import check_definition  # noqa: E402
 from bridge.config import Settings  # noqa: E402
 from bridge.hub import Hub  # noqa: E402
-from bridge.messages import Hello, RegisterTools  # noqa: E402
+from bridge.messages import Hello, PageInfo, RegisterTools  # noqa: E402
+from bridge.redis_link import ToolMirror  # noqa: E402
 from bridge.semantic import embed_pending  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update"]
@@ -166,15 +169,26 @@ async def stall_table() -> None:
         pauses.reset()
         row("5 pages x 200 leave at once", *await longest_stall(leave_together))
 
-        mirrored = [check_definition(raw) for raw in tools(f"m{room_size}", 1_000)]
+        mirror = ToolMirror(hub.catalog, hub.semantic.embed_later)
+        elsewhere = hub.pages.mirror(f"elsewhere-{room_size}", "default",
+                                     PageInfo(title="Another process's page").model_dump_json(), "elsewhere", True)
+        assert elsewhere is not None
+        definitions = [check_definition(raw).model_dump(mode="json", by_alias=True, exclude_none=True)
+                       for raw in tools(f"m{room_size}", 1_000)]
+        registered = json.dumps({"tools": [{"definition": d, "key": d["name"]} for d in definitions], "removed": []})
+        unregistered = json.dumps({"tools": [], "removed": [d["name"] for d in definitions]})
+
+        async def mirror_changes(published: str) -> None:
+            change = json.loads(published)  # as the link's subscriber reads it
+            mirror.change(elsewhere, change["tools"], change["removed"], full=False)
+            await mirror.settled()
+            room.listing()
 
         async def mirror_registers():
-            room.register("elsewhere", "Another process's page", mirrored, "page elsewhere")
-            room.listing()
+            await mirror_changes(registered)
 
         async def mirror_unregisters():
-            room.unregister("elsewhere", [definition.name for definition in mirrored])
-            room.listing()
+            await mirror_changes(unregistered)
             while room.index.sweep(0):
                 await asyncio.sleep(0)
 
