@@ -99,6 +99,12 @@ class Tool:
         self.description, self.pinned = definition.description, definition.pinned  # read for every tool
         self._checks: dict[str, schemas.SchemaCheck] = {}  # per schema field, made at its first use
 
+    @property
+    def definition_json(self) -> str:
+        """The checked definition as JSON text, as kept: what shared mode publishes, neither parsed
+        nor written again."""
+        return self._definition_json
+
     def describe(self, description_max_chars: int | None = None, *, name_shared: bool = False) -> dict[str, Any]:
         """The tool as an MCP tool definition (wire shape), optionally with a cut description.
 

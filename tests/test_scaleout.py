@@ -57,6 +57,30 @@ async def test_a_page_on_one_process_is_called_by_an_agent_on_another(redis_url,
         assert on_a["here"] is True and on_b["here"] is False and on_b["connected"] is True
 
 
+RICH = tool("transfer_confirm", "在执行转账之前请用户确认 — ask before a transfer.",
+            {"amount": {"type": "number", "minimum": 0}, "to": {"type": "object", "properties": {
+                "iban": {"type": "string", "pattern": "^[A-Z]{2}"}}, "required": ["iban"]}},
+            ["amount"], title="Confirm a transfer", outputSchema={"type": "object", "properties": {
+                "ok": {"type": "boolean"}}}, annotations={"readOnlyHint": False, "title": "Transfer"},
+            execution={"taskSupport": "optional"}, inputExamples=[{"amount": 12.5, "to": {"iban": "DE00"}}],
+            pinned=True)
+
+
+async def test_a_rich_definition_reaches_other_processes_as_registered(redis_url):
+    """Every field of a definition (title, annotations, output schema, task support, input examples,
+    pinned, text in any script) reaches another process as the page's own process keeps it: heard
+    as it changes, and read from Redis by a process that starts later."""
+    async with bridges(redis_url) as (a, b), page(a, RICH, CONFIRM):
+        await listed_on(b, ["transfer_confirm", "user_confirm"])
+        kept = a.hub.room("default").get("transfer_confirm").definition
+        assert kept.annotations is not None and kept.inputExamples and kept.pinned  # the page's fields all came
+        assert b.hub.room("default").get("transfer_confirm").definition == kept
+        assert b.hub.room("default").listing().tools == a.hub.room("default").listing().tools
+        async with running_bridge(redis_url=redis_url, redis_heartbeat=0.2) as c:
+            await listed_on(c, ["transfer_confirm", "user_confirm"])
+            assert c.hub.room("default").get("transfer_confirm").definition == kept
+
+
 def tools_of(b) -> list[str]:
     """What an agent of this process is listed."""
     return [t["name"] for t in b.hub.room("default").listing().tools]
