@@ -385,8 +385,9 @@ class Hub:
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
 
     async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
-        # Checking JSON Schemas costs ~1 ms a tool: done in a thread so a page bringing hundreds of
-        # tools does not stall the loop; the catalog then takes them in slices for the same reason.
+        # Checking JSON Schemas costs ~1 ms a tool: done in short turns the loop serves others between,
+        # so a page bringing hundreds of tools does not stall it; the catalog then takes them in slices
+        # for the same reason.
         definitions, errors = await _check_definitions(msg.tools, self._definition_limits)
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
@@ -596,7 +597,8 @@ def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -
 
 async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
                              ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
-    """Each definition checked (off the loop, in fair turns with other pages' registrations)."""
+    """Each definition checked (in a checking thread, in short turns fair to other pages'
+    registrations; see bridge.definition_checks)."""
     def check(raw: Any) -> ToolDefinition | tuple[Any, str]:
         try:
             return check_definition(raw, limits)
