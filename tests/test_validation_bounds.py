@@ -28,7 +28,7 @@ from mcp import Client
 
 from bridge import schemas, validation
 from bridge.catalog import check_definition
-from bridge.definition_checks import IDLE_THREADS, Checks
+from bridge.definition_checks import IDLE_THREADS, MOST_THREADS, Checks
 from bridge.messages import ProtocolError, parse_page_message
 from bridge.meta_tools import QUERY_MAX_CHARS
 from bridge.schemas import SchemaCheck, SchemaLimits, schema_problem, unfolded_size
@@ -408,6 +408,33 @@ async def test_definitions_are_checked_only_while_the_loop_waits_between_its_own
     assert checks.result() == list(range(400))
     assert seen_during_loop_work == 0
     assert loop_steps_during_checks >= 2  # the loop was not held for the whole registration either
+
+
+async def test_at_most_so_many_registrations_hold_a_definition_paused():
+    """Each registration with a definition paused mid-check holds a thread and what it checked so
+    far: past MOST_THREADS of them, another registration waits until one finishes."""
+    started: set[int] = set()
+    finish = [threading.Event() for _ in range(MOST_THREADS + 1)]
+
+    def check(number: int) -> int:
+        started.add(number)
+        while not finish[number].is_set():  # validator work, with its checkpoints, until told to stop
+            with Budget(1 << 40):
+                assert validation.schema_error(WIDE) is None
+        return number
+
+    registrations = [asyncio.create_task(Checks([number], check).run()) for number in range(MOST_THREADS + 1)]
+    await eventually(lambda: len(started) >= MOST_THREADS)
+    for _ in range(20):  # turns go round the paused ones; the last registration gets none
+        await asyncio.sleep(0.01)
+        assert len(started) == MOST_THREADS
+    first = min(started)
+    finish[first].set()
+    assert await registrations[first] == [first]
+    await eventually(lambda: len(started) == MOST_THREADS + 1)  # the thread it let go went to the last
+    for event in finish:
+        event.set()
+    assert [await registration for registration in registrations] == [[n] for n in range(MOST_THREADS + 1)]
 
 
 async def test_a_registration_dropped_in_the_middle_of_a_definition_lets_its_thread_go():
