@@ -24,7 +24,10 @@ int8 all-MiniLM-L6-v2) or --model/--model-path, a hybrid row follows (--tiers: f
 variants). --split dev|test scores one half of the rows (split by a hash of the request;
 a step goes with its task), so parameters can be chosen on one half and checked on the
 other. The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese,
-Korean, Thai and a few English tools, with requests in those languages and mixed) follows.
+Korean, Thai and a few English tools, with requests in those languages and mixed) follows,
+then the world table (bench/data/world_tools.json: Hindi, Bengali, Tamil, Arabic, Persian,
+Russian, Greek, Vietnamese, Spanish, French, German, Turkish, Lao, Khmer and Myanmar tools,
+with requests in their language, some typed without accents).
 """
 
 from __future__ import annotations
@@ -534,26 +537,56 @@ def multilingual_table(path: Path = MULTILINGUAL) -> None:
     (a CJK run is one word), over the bridge's terms, and the bridge's lexical ToolIndex."""
     tools, rows = load_multilingual(path)
     texts = {tool.key: tool_text(tool) for tool in tools}
-    systems: list[tuple[str, Callable[[], Search]]] = [
+    _group_table("Multilingual catalog", tools, rows, MULTILINGUAL_GROUPS, [
         ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words)),
         ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms)),
         ("ToolIndex, CJK bigrams only", lambda: _bigrams_only(lambda: _indexed_search(tools))),
         ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
-    ]
-    counts = {group: sum(group in groups for _, _, groups in rows) for group in MULTILINGUAL_GROUPS}
+    ])
+
+
+WORLD = REPO_ROOT / "bench" / "data" / "world_tools.json"
+# The world catalog's languages by how their script is searched: Indic (vowel signs inside
+# words), Arabic script (optional vowel marks), Cyrillic and Greek, Latin with accents (often
+# typed without), and the Southeast Asian scripts written without spaces.
+WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "fa": "arabic", "ru": "cyr/el",
+                  "el": "cyr/el", "vi": "latin", "es": "latin", "fr": "latin", "de": "latin", "tr": "latin",
+                  "lo": "sea", "km": "sea", "my": "sea"}
+WORLD_GROUPS = ["indic", "arabic", "cyr/el", "latin", "sea", "all"]
+
+
+def world_table(path: Path = WORLD) -> None:
+    """R@1 / R@5 per script family on the world catalog (bench/data/world_tools.json)."""
+    catalog = json.loads(path.read_text())["tools"]
+    tools = [IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
+                         input_schema=_schema(entry.get("parameters", {}))) for entry in catalog]
+    rows = [(query, entry["name"], {WORLD_FAMILIES[entry["lang"]], "all"})
+            for entry in catalog for query in entry["queries"]]
+    texts = {tool.key: tool_text(tool) for tool in tools}
+    _group_table("World catalog", tools, rows, WORLD_GROUPS, [
+        ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words)),
+        ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms)),
+        ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
+    ])
+
+
+def _group_table(title: str, tools: list[IndexedTool], rows: list[tuple[str, str, set[str]]], groups: list[str],
+                 systems: list[tuple[str, Callable[[], Search]]]) -> None:
+    """R@1 / R@5 of each system over the requests of each group."""
+    counts = {group: sum(group in of for _, _, of in rows) for group in groups}
     print()
-    print(f"Multilingual catalog: {len(tools)} tools, {len(rows)} requests ("
+    print(f"{title}: {len(tools)} tools, {len(rows)} requests ("
           + ", ".join(f"{group} {count}" for group, count in counts.items() if group != "all") + ")")
-    header = f"{'R@1 / R@5':<30} " + " ".join(f"{group:>11}" for group in MULTILINGUAL_GROUPS)
+    header = f"{'R@1 / R@5':<30} " + " ".join(f"{group:>11}" for group in groups)
     print(header)
     print("-" * len(header))
     for label, build in systems:
         search = build()
         found = {query: list(search(query, TOP)) for query, _, _ in rows}
         cells = []
-        for group in MULTILINGUAL_GROUPS:
+        for group in groups:
             ranks = [found[query].index(gold) + 1 if gold in found[query] else math.inf
-                     for query, gold, groups in rows if group in groups]
+                     for query, gold, of in rows if group in of]
             at_1, at_5 = (sum(rank <= top for rank in ranks) / len(ranks) for top in (1, 5))
             cells.append(f"{at_1:.2f} / {at_5:.2f}")
         print(f"{label:<30} " + " ".join(f"{cell:>11}" for cell in cells))
@@ -717,6 +750,7 @@ def main() -> None:
             tier_table(data, embedder, args.weights, args.name_shares)
     if "multilingual" in sets:
         multilingual_table()
+        world_table()
 
 
 if __name__ == "__main__":

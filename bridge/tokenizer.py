@@ -5,13 +5,15 @@
 stem, and its 4-letter truncation: "fina*"; a shorter word is its own, "pdf*"). `words` and `terms`
 cut at white space first and memoise each piece, which is what keeps indexing cheap.
 
-Chinese, Japanese, Korean and Thai are written without spaces between words (Korean puts
-them between phrases, with particles glued on), so a run of their letters is one "word"
-whose terms are its overlapping character bigrams, as Lucene's CJK analyzer makes them, and
-its characters: "确认转账" is 确认 认转 转账 确 认 转 账, and meets "请用户确认" at 确认 (a run of
-Thai: the bigrams of its character clusters). Latin words in the same text keep the English
-treatment. Text that is not ASCII is NFKC-normalised first ("ＧｉｔＨｕｂ" is "GitHub",
-half-width "ｶﾅ" is "カナ").
+Chinese, Japanese, Korean, Thai, Lao, Myanmar and Khmer are written without spaces between
+words (Korean puts them between phrases, with particles glued on), so a run of their letters
+is one "word" whose terms are its overlapping character bigrams, as Lucene's CJK analyzer
+makes them, and its characters: "确认转账" is 确认 认转 转账 确 认 转 账, and meets "请用户确认" at
+确认 (a run of Thai, Lao, Myanmar or Khmer: the bigrams of its character clusters). Latin
+words in the same text keep the English treatment. Text that is not ASCII is folded first:
+NFKC ("ＧｉｔＨｕｂ" is "GitHub", half-width "ｶﾅ" is "カナ"), accents and optional vowel
+points dropped ("café" meets "cafe"), case-folded; the vowel signs of Indic scripts stay in
+their words ("हिन्दी" is one word).
 
 `script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
 reads only those of the languages it was trained on (bridge.semantic.covered_scripts).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 
@@ -36,6 +38,27 @@ __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "b
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _WORD = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}])")
 _LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
+
+
+def _class_of(code_points: Iterable[int]) -> str:
+    """A regex character class's body holding these code points (ascending), as ranges."""
+    ranges: list[list[int]] = []
+    for point in code_points:
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    return "".join(chr(first) if first == last else f"{chr(first)}-{chr(last)}" for first, last in ranges)
+
+
+def _where(test: Callable[[str], bool], *blocks: tuple[int, int]) -> list[int]:
+    return [point for first, end in blocks for point in range(first, end) if test(chr(point))]
+
+
+def _is_mark(character: str) -> bool:
+    return unicodedata.category(character)[0] == "M"
+
+
 # Letters of the scripts written without spaces. Han, kana and Hangul in one class: Japanese
 # mixes the first three in a word ("予定を追加"). Ideographic punctuation (、。「」・) is not in
 # it and separates runs, as other punctuation does.
@@ -46,22 +69,47 @@ _CJK = ("\u1100-\u11ff"  # Hangul jamo
         "\u3131-\u318e"  # Hangul compatibility jamo
         "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
         "\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff")  # Hangul syllables
-# Thai letters with their vowel and tone marks (which are not \w: without them a word would
-# break at every mark).
-_THAI = "\u0e01-\u0e3a\u0e40-\u0e4e"
-_SPACELESS = _CJK + _THAI
+# Thai, Lao, Myanmar and Khmer: their letters with their vowel and tone marks (marks are not
+# \w: without them a word would break at every one).
+_SOUTHEAST_BLOCKS = ((0x0E00, 0x0F00), (0x1000, 0x10A0), (0x1780, 0x1800))
+_SOUTHEAST = _class_of(_where(lambda c: unicodedata.category(c)[0] in "LM", *_SOUTHEAST_BLOCKS))
+_SPACELESS = _CJK + _SOUTHEAST
+# Combining marks (vowel signs, viramas, accents) are a word's letters, not what separates
+# words: without them "हिन्दी" would be three one-letter words. Those that only accent a letter,
+# or point a vowel readers leave out, are folded away first (see _fold): Latin, Greek and
+# Cyrillic accents, Hebrew points, Arabic vowel marks. The rest are the vowels and viramas of
+# the Indic scripts and their kin, kept.
+_FOLDED_MARK_BLOCKS = ((0x0300, 0x0370), (0x0483, 0x048A), (0x0591, 0x05C8), (0x0610, 0x061B), (0x064B, 0x0660),
+                       (0x0670, 0x0671), (0x06D6, 0x06EE), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00), (0x20D0, 0x2100),
+                       (0xFE20, 0xFE30))
+# Folded away too: the Arabic tatweel that stretches a word, soft hyphens, the zero-width
+# (non-)joiners written inside Persian and Indic words, variation selectors.
+_DROPPED = re.compile(f"[{_class_of(_where(_is_mark, *_FOLDED_MARK_BLOCKS))}\u0640\u00ad\u200c\u200d\ufe00-\ufe0f]")
+# Letters folded as accents are (_fold): a letter with a stroke is typed without it ("đ" as
+# "d" in Vietnamese, "ı" as "i" in Turkish), and Arabic search folds alef maqsura to yeh, ta
+# marbuta to heh, and Persian's yeh and keheh to Arabic's (hamza-seated alefs lose their
+# hamza as a mark).
+_FOLDED_LETTERS = str.maketrans({"đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "ø": "o", "Ø": "O",
+                                 "ı": "i", "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T", "æ": "ae", "Æ": "AE", "œ": "oe",
+                                 "Œ": "OE", "ى": "ي", "ة": "ه", "ی": "ي", "ک": "ك"})
+_MARKS = _class_of(sorted(set(_where(_is_mark, (0x0300, 0x2000), (0xA800, 0xAB00)))
+                          - set(_where(_is_mark, *_FOLDED_MARK_BLOCKS, *_SOUTHEAST_BLOCKS))))
 # What _WORD and _LETTERS_AND_DIGITS find in text that is not ASCII: a word of the scripts
-# written with spaces, or a run of one of those. ASCII text, which holds none of them, keeps
-# the shorter patterns (which run faster).
-_WORD_ANY = re.compile(rf"[{_UPPER}]?[^\W_{_UPPER}{_SPACELESS}]+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}{_SPACELESS}])"
-                       rf"|[{_CJK}]+|[{_THAI}]+")
-_LETTERS_AND_DIGITS_ANY = re.compile(rf"[^\W_{_SPACELESS}]+|[{_CJK}]+|[{_THAI}]+")
+# written with spaces (marks included), or a run of one of the spaceless ones. ASCII text,
+# which holds none of them, keeps the shorter patterns (which run faster).
+_SPACED = rf"(?:[^\W_{_UPPER}{_SPACELESS}]|[{_MARKS}])"
+_WORD_ANY = re.compile(rf"[{_UPPER}]?{_SPACED}+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}{_SPACELESS}])"
+                       rf"|[{_CJK}]+|[{_SOUTHEAST}]+")
+_LETTERS_AND_DIGITS_ANY = re.compile(rf"(?:[^\W_{_SPACELESS}]|[{_MARKS}])+|[{_CJK}]+|[{_SOUTHEAST}]+")
 _IS_CJK = re.compile(f"[{_CJK}]")
-_IS_THAI = re.compile(f"[{_THAI}]")
+_IS_SOUTHEAST = re.compile(f"[{_SOUTHEAST}]")
 _IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
-# A Thai character cluster: leading vowels (เ แ โ ใ ไ), a letter, the marks above and below
-# it; or a stray mark alone.
-_THAI_CLUSTER = re.compile("[\u0e40-\u0e44]*[^\u0e31\u0e34-\u0e3a\u0e47-\u0e4e][\u0e31\u0e34-\u0e3a\u0e47-\u0e4e]*|.")
+# A character cluster of Thai, Lao, Myanmar or Khmer: the vowels written before their
+# consonant (Thai เ แ โ ใ ไ, Lao ເ ແ ໂ ໃ ໄ), a letter, the marks above and below it and the
+# consonants stacked under it (after a Myanmar virama or Khmer coeng); or a stray mark alone.
+_SOUTHEAST_MARKS = _class_of(_where(_is_mark, *_SOUTHEAST_BLOCKS))
+_CLUSTER = re.compile(f"[\u0e40-\u0e44\u0ec0-\u0ec4]*[^{_SOUTHEAST_MARKS}](?:[\u1039\u17d2].|[{_SOUTHEAST_MARKS}])*|.",
+                      re.S)
 MIN_STEM = 3
 _VOWEL = re.compile(r"[aeiouy]")
 # Besides its stem, each word is indexed by its first four letters, marked "*": "financial"
@@ -74,10 +122,18 @@ _TRUNCATE = 4
 
 def split_words(text: str) -> list[str]:
     """Lower-case words of `text`, split on anything but letters/digits and on camelCase;
-    a run of Han, kana, Hangul or Thai is one word, apart from the Latin words around it."""
+    a run of Han, kana, Hangul, Thai, Lao, Myanmar or Khmer is one word, apart from the Latin
+    words around it. Text that is not ASCII is folded first (see _fold)."""
     if text.isascii():
         return [word.lower() for word in _WORD.findall(text)]
-    return [word.lower() for word in _WORD_ANY.findall(unicodedata.normalize("NFKC", text))]
+    return [word.casefold() for word in _WORD_ANY.findall(_fold(text))]
+
+
+def _fold(text: str) -> str:
+    """`text` NFKC-normalised ("ＧｉｔＨｕｂ" is "GitHub", "ｶﾅ" "カナ"), less its folded marks and
+    invisible joiners (_DROPPED): "Café" is "Cafe", "résumé" "resume", "مَلَف" "ملف". Words are
+    then case-folded ("Straße" and "STRASSE" meet). Then _FOLDED_LETTERS."""
+    return unicodedata.normalize("NFC", _DROPPED.sub("", unicodedata.normalize("NFKD", text))).translate(_FOLDED_LETTERS)
 
 
 def _kept(word: str) -> bool:
@@ -95,10 +151,13 @@ def stem(word: str) -> str:
     "runn" -> "run" except l, s, z; then a final -e (not -ee), which makes "creates",
     "created", "creating" and "create" all "creat"; last, a final -y after a consonant
     becomes -i, as in Porter's stemmer, so "query", "queries" and "queried" meet at "queri",
-    and "movie" (its -e dropped) meets "movies" at "movi".
+    and "movie" (its -e dropped) meets "movies" at "movi". A word in Arabic letters gets
+    _arabic_stem instead.
     """
     if len(word) <= MIN_STEM or not word.isalpha():
         return word
+    if "\u0600" <= word[0] <= "\u06ff":
+        return _arabic_stem(word)
     if word.endswith(("ies", "ied")) and len(word) > MIN_STEM + 2:
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
@@ -113,6 +172,28 @@ def stem(word: str) -> str:
         word = word[:-1]
     if word.endswith("y") and len(word) > MIN_STEM and word[-2] not in "aeiouy":
         word = word[:-1] + "i"
+    return word
+
+
+# Arabic glues "and", the article and prepositions before a word and pronouns after it
+# ("طلبي" my order, "الطلب" the order): Larkey's light10 stemmer takes them off.
+_ARABIC_ARTICLES = ("وال", "بال", "كال", "فال", "لل", "ال")
+_ARABIC_SUFFIXES = ("ها", "ان", "ات", "ون", "ين", "يه", "ه", "ي")
+
+
+def _arabic_stem(word: str) -> str:
+    """light10 (Larkey, Ballesteros and Connell, 2002) on a folded word (see _fold): a leading
+    "و" when three letters remain, one article when two remain, then each suffix in turn
+    when two remain: "الرصيد" and "رصيدي" are "رصيد", "الصلاة" and "صلاة" "صلا"."""
+    if len(word) > 3 and word.startswith("و"):
+        word = word[1:]
+    for article in _ARABIC_ARTICLES:
+        if word.startswith(article) and len(word) - len(article) >= 2:
+            word = word[len(article):]
+            break
+    for suffix in _ARABIC_SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            word = word[:-len(suffix)]
     return word
 
 
@@ -146,21 +227,23 @@ def tokenize(text: str) -> list[str]:
 @lru_cache(maxsize=1 << 16)
 def word_terms(word: str) -> tuple[str, ...]:
     """The BM25 terms of one lower-case word: its stem and its truncation; for a run of Han,
-    kana, Hangul or Thai, its character n-grams (see _spaceless_terms)."""
-    if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (Thai and CJK are from U+0E01 on)
+    kana, Hangul, Thai, Lao, Myanmar or Khmer, its character n-grams (see _spaceless_terms)."""
+    if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (those scripts are from U+0E01 on)
         return found
-    return (stem(word), word[:_TRUNCATE] + "*")
+    stemmed = stem(word)
+    # An Arabic word's truncation is its stem's: its own would start with the article.
+    return (stemmed, (stemmed if "\u0600" <= word[0] <= "\u06ff" else word)[:_TRUNCATE] + "*")
 
 
 def _spaceless_terms(word: str) -> tuple[str, ...]:
     """The terms of a run of Han, kana or Hangul: its bigrams, then its characters (a Han
     character is often a word itself: "雨" of "下雨" and "降雨", "日" of "日语" and "日文");
-    of a run of Thai: the bigrams of its character clusters (a letter with its marks is
-    not a word, as a Latin letter is not). () for any other word."""
+    of a run of Thai, Lao, Myanmar or Khmer: the bigrams of its character clusters (a
+    letter with its marks is not a word, as a Latin letter is not). () for any other word."""
     if _IS_CJK.match(word):
         return bigrams(word) + tuple(word) if len(word) > 1 else (word,)
-    if _IS_THAI.match(word):
-        return bigrams(_THAI_CLUSTER.findall(word))
+    if _IS_SOUTHEAST.match(word):
+        return bigrams(_CLUSTER.findall(word))
     return ()
 
 
@@ -175,22 +258,22 @@ def bigrams(characters: Sequence[str]) -> tuple[str, ...]:
 
 def compact(text: str) -> str:
     """"user_confirm", "userConfirm" and "User Confirm" all become "userconfirm"."""
-    return "".join(letters_and_digits(text)).lower()
+    return "".join(letters_and_digits(text)).casefold()
 
 
 def letters_and_digits(text: str) -> list[str]:
-    """The runs of letters and digits in `text`, as written (NFKC), a run of Han, kana,
-    Hangul or Thai apart from the letters around it."""
+    """The runs of letters and digits in `text`, as written (folded: see _fold), a run of
+    Han, kana, Hangul, Thai, Lao, Myanmar or Khmer apart from the letters around it."""
     if text.isascii():
         return _LETTERS_AND_DIGITS.findall(text)
-    return _LETTERS_AND_DIGITS_ANY.findall(unicodedata.normalize("NFKC", text))
+    return _LETTERS_AND_DIGITS_ANY.findall(_fold(text))
 
 
 @lru_cache(maxsize=1 << 16)
 def letter_trigrams(term: str) -> tuple[str, ...]:
     """The letter trigrams of a stem padded with a space each side: "creat" -> " cr", "cre",
     "rea", "eat", "at "; none for a truncation ("crea*"), which its stem already covers, nor
-    for a term of Han, kana, Hangul or Thai, a character n-gram already."""
+    for a term of a spaceless script, a character n-gram already."""
     if term.endswith("*") or term[:1] >= "\u0e01" and _IS_SPACELESS.match(term):
         return ()
     padded = f" {term} "

@@ -58,3 +58,6 @@ def indexed(entry: dict) -> IndexedTool:
     properties = {name: {"type": "string", "description": about} for name, about in entry.get("parameters", {}).items()}
     return IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
                        input_schema={"type": "object", "properties": properties})
+
+WORLD_CATALOG = Path(__file__).resolve().parent.parent / "bench" / "data" / "world_tools.json"
+WORLD_ENTRIES = json.loads(WORLD_CATALOG.read_text())["tools"]  # Indic, Arabic, Cyrillic, accented Latin, Lao, ...

@@ -1,0 +1,145 @@
+"""Tool search in the scripts beyond CJK and Thai: Indic scripts (whose vowel signs are marks,
+not letters), Arabic and Persian (optional vowel marks, clitics glued to words), Cyrillic and
+Greek, Latin with accents (often typed without), and Lao, Khmer and Myanmar (no spaces).
+
+The catalog is bench/data/world_tools.json (bench/search_quality.py --multilingual scores all
+of its requests); these tests pin the tokenizer rules behind it, the catalog as a whole, and
+one search through a real bridge.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from mcp import Client
+
+from bridge.search import ToolIndex
+from bridge.tokenizer import compact, split_words, terms
+from search_support import WORLD_ENTRIES, indexed
+from support import page, running_bridge, tool
+
+
+@pytest.fixture(scope="module")
+def catalog() -> ToolIndex:
+    return ToolIndex(map(indexed, WORLD_ENTRIES))
+
+
+def top(index: ToolIndex, query: str) -> str | None:
+    hits = index.search(query)
+    return hits[0].key if hits else None
+
+
+# --- words -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("हिन्दी में अनुवाद", ["हिन्दी", "में", "अनुवाद"]),  # Devanagari: vowel signs and virama inside words
+    ("ফাইল আপলোড করুন", ["ফাইল", "আপলোড", "করুন"]),  # Bengali
+    ("கோப்பை பதிவேற்று", ["கோப்பை", "பதிவேற்று"]),  # Tamil
+    ("ఫైల్ అప్‌లోడ్", ["ఫైల్", "అప్లోడ్"]),  # Telugu, a zero-width non-joiner inside a word
+])
+def test_an_indic_word_keeps_its_vowel_signs(text: str, expected: list[str]) -> None:
+    assert split_words(text) == expected
+
+
+@pytest.mark.parametrize(("written", "typed"), [
+    ("Café réservé", "cafe reserve"),
+    ("Größe ändern", "GROSSE andern"),  # ß case-folds to ss, umlauts lose their dots
+    ("Đặt đồ ăn, hủy đơn hàng", "dat do an huy don hang"),  # Vietnamese, đ as d
+    ("yarınki hava", "yarinki hava"),  # Turkish dotless ı
+    ("ёлка", "елка"),
+    ("αρχείο", "ΑΡΧΕΙΟ"),
+    ("مَلَفٌ", "ملف"),  # Arabic vowel marks are optional
+    ("آخِر", "اخر"),  # an alef's madda or hamza too
+])
+def test_accents_and_optional_vowel_marks_are_folded_away(written: str, typed: str) -> None:
+    assert terms(written) == terms(typed)
+
+
+def test_arabic_clitics_are_taken_off_as_a_light_stemmer_does() -> None:
+    # "my balance" and "the balance"; "the prayer" and "prayer" (ta marbuta); "and the order".
+    assert terms("رصيدي")[0] == terms("الرصيد")[0] == terms("رصيد")[0]
+    assert terms("الصلاة")[0] == terms("صلاة")[0]
+    assert terms("والطلب")[0] == terms("طلب")[0]
+    assert terms("الطلب")[1] == "طلب*"  # the truncation of the stem, not of "الط..."
+    assert terms("کتاب یک")[0] == terms("كتاب")[0]  # Persian keheh and yeh meet Arabic's
+
+
+def test_persian_words_written_with_a_zero_width_non_joiner_are_one_word() -> None:
+    assert split_words("می‌خواهم هتل‌ها") == split_words("میخواهم هتلها")
+    assert len(split_words("می‌خواهم")) == 1
+    assert terms("هتل‌ها")[0] == terms("هتل")[0]  # the plural suffix goes too
+
+
+@pytest.mark.parametrize(("run", "within"), [
+    ("ອາກາດມື້ນີ້", "ເບິ່ງພະຍາກອນອາກາດ"),  # Lao: "weather" inside "weather today" and "forecast"
+    ("អាកាសធាតុថ្ងៃនេះ", "ពិនិត្យមើលអាកាសធាតុ"),  # Khmer, with a coeng-stacked consonant
+    ("ဒီနေ့မိုးလေဝသ", "မိုးလေဝသခန့်မှန်းချက်"),  # Myanmar
+])
+def test_lao_khmer_and_myanmar_runs_meet_at_their_cluster_bigrams(run: str, within: str) -> None:
+    assert len(split_words(run)) == 1
+    shared = set(terms(run)) & set(terms(within))
+    assert len(shared) >= 3
+    assert all(not term.endswith("*") for term in terms(run))  # n-grams, no English truncation
+
+
+def test_a_mark_alone_is_not_a_word_and_does_not_break_the_next() -> None:
+    assert terms("\u093f फ़ाइल") == terms("फ़ाइल")
+
+
+def test_compact_folds_as_words_do() -> None:
+    assert compact("Café-Größe") == "cafegrosse"
+
+
+# --- the catalog -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("मेरा ऑर्डर कहाँ है", "track_order_hi"),
+    ("कल बारिश होगी क्या", "weather_hi"),
+    ("हिन्दी में अनुवाद चाहिए", "translate_hi"),
+    ("বাসের টিকিট চাই", "book_train_bn"),
+    ("இந்த கோப்பை பதிவேற்று", "upload_file_ta"),
+    ("كم رصيدي؟", "account_statement_ar"),
+    ("متى صلاة المغرب اليوم", "prayer_times_ar"),
+    ("رزرو هتل", "book_hotel_fa"),
+    ("поставь будильник на 6:30", "set_alarm_ru"),
+    ("αποστολη μηνυματος", "send_message_el"),
+    ("dat mon an giao tan noi", "order_food_vi"),
+    ("pon una cancion de Shakira", "play_song_es"),
+    ("datei loschen", "delete_file_de"),
+    ("doviz kurlari", "exchange_rates_tr"),
+    ("ພະຍາກອນອາກາດວຽງຈັນ", "weather_lo"),
+    ("អាកាសធាតុនៅភ្នំពេញ", "weather_km"),
+    ("ရန်ကုန်မြို့ မိုးလေဝသ", "weather_my"),
+])
+def test_requests_in_their_own_script(catalog: ToolIndex, query: str, expected: str) -> None:
+    assert top(catalog, query) == expected
+
+
+def test_nearly_every_request_of_the_catalog_finds_its_tool_in_the_top_five(catalog: ToolIndex) -> None:
+    # A few ask with a synonym no description has ("anular" for "cancelar", "سداد" for "دفع").
+    ranks = []
+    for entry in WORLD_ENTRIES:
+        for query in entry["queries"]:
+            found = [hit.key for hit in catalog.search(query, limit=10)]
+            ranks.append(found.index(entry["name"]) + 1 if entry["name"] in found else math.inf)
+    assert len(ranks) > 100
+    assert sum(rank <= 5 for rank in ranks) / len(ranks) >= 0.95
+    assert sum(rank == 1 for rank in ranks) / len(ranks) >= 0.9
+
+
+# --- through a real bridge -------------------------------------------------------------------
+
+
+async def test_an_agent_finds_a_hindi_tool_with_a_hindi_request() -> None:
+    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
+    hindi = [tool(entry["name"], entry["description"]) for entry in WORLD_ENTRIES if entry["lang"] == "hi"]
+    async with running_bridge(inline_max=5) as b, page(b, *filler, *hindi), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        assert "translate_hi" not in [t.name for t in (await client.list_tools()).tools]  # deferred
+        result = await client.call_tool("tool_search", {"query": "मेरे खाते में कितना बैलेंस है"})
+        assert result.structured_content["matches"][0]["name"] == "account_balance_hi"
+        result = await client.call_tool("tool_search", {"query": "गैस बिल का भुगतान करो"})
+        assert result.structured_content["matches"][0]["name"] == "pay_bill_hi"
