@@ -375,9 +375,14 @@ def mostly_in(text: str, scripts: Container[str]) -> bool:
 # The scripts each language is written in, for the languages models say they were trained on.
 LANGUAGE_SCRIPTS = {
     "english": {"Latin"}, "german": {"Latin"}, "spanish": {"Latin"}, "french": {"Latin"}, "italian": {"Latin"},
-    "portuguese": {"Latin"}, "dutch": {"Latin"}, "polish": {"Latin"}, "turkish": {"Latin"},
-    "russian": {"Cyrillic"}, "arabic": {"Arabic"}, "thai": {"Thai"}, "korean": {"Hangul"},
-    "chinese": {"Han"}, "japanese": {"Han", "Hiragana", "Katakana"},
+    "portuguese": {"Latin"}, "dutch": {"Latin"}, "polish": {"Latin"}, "turkish": {"Latin"}, "vietnamese": {"Latin"},
+    "indonesian": {"Latin"}, "czech": {"Latin"}, "swedish": {"Latin"}, "romanian": {"Latin"},
+    "russian": {"Cyrillic"}, "ukrainian": {"Cyrillic"}, "bulgarian": {"Cyrillic"}, "greek": {"Greek"},
+    "arabic": {"Arabic"}, "persian": {"Arabic"}, "farsi": {"Arabic"}, "urdu": {"Arabic"}, "hebrew": {"Hebrew"},
+    "hindi": {"Devanagari"}, "marathi": {"Devanagari"}, "nepali": {"Devanagari"}, "bengali": {"Bengali"},
+    "tamil": {"Tamil"}, "telugu": {"Telugu"}, "kannada": {"Kannada"}, "malayalam": {"Malayalam"},
+    "gujarati": {"Gujarati"}, "punjabi": {"Gurmukhi"}, "thai": {"Thai"}, "lao": {"Lao"}, "khmer": {"Khmer"},
+    "burmese": {"Myanmar"}, "korean": {"Hangul"}, "chinese": {"Han"}, "japanese": {"Han", "Hiragana", "Katakana"},
 }
 _NAMED_WORD = re.compile(r"[a-z]+")
 

@@ -197,6 +197,10 @@ def test_the_scripts_of_the_languages_a_model_description_names() -> None:
     assert scripts_of_languages("Japanese") == {"Han", "Hiragana", "Katakana"}
     assert scripts_of_languages("Multilingual (~50 languages)") is None  # none named: every script
     assert scripts_of_languages("") is None
+    assert scripts_of_languages("English, Hindi, Bengali, Persian, Greek") == {"Latin", "Devanagari", "Bengali", "Arabic",
+                                                                              "Greek"}
+    # The names script_of gives those letters.
+    assert [script_of(c) for c in "हফفΑ"] == ["Devanagari", "Bengali", "Arabic", "Greek"]
 
 
 # --- the query path --------------------------------------------------------------------------
