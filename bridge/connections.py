@@ -209,6 +209,10 @@ class GuardedConnection(_HTTPProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
+        # uvicorn stops its keep-alive timer only when the connection ends cleanly; a client that
+        # resets it (MCP clients do, after each request) would leave the timer holding the closed
+        # connection, its request and its transport for the keep-alive timeout.
+        self._unset_keepalive_if_required()
         self._forget()
         if self._closed_for_room:
             self._closed_for_room = False
