@@ -56,8 +56,35 @@ class Call:
 
     def summary(self, now: float | None = None) -> dict[str, Any]:
         age = (now if now is not None else time.monotonic()) - self.started
-        return {"call_id": self.call_id, "room": self.room, "page_id": self.session_id[:6], "tool": self.tool_key,
-                "arguments": _truncated(self.arguments), "started_at": self.started_at, "age_s": round(age, 3)}
+        return _summary(self.call_id, self.room, self.session_id, self.tool_key, self.arguments,
+                        self.started_at) | {"age_s": round(age, 3)}
+
+
+@dataclass(frozen=True, slots=True)
+class EndedCall:
+    """What the call history keeps of a call: what the dashboard shows. Not its result, future or
+    note sink, nor what they hold (the agent's request, its streams): every full collection walks
+    what the history keeps."""
+
+    call_id: str
+    room: str
+    session_id: str
+    tool_key: str
+    arguments: dict[str, Any]
+    started_at: float
+    duration: float
+    kind: str
+    error: str | None
+
+    def summary(self) -> dict[str, Any]:
+        return _summary(self.call_id, self.room, self.session_id, self.tool_key, self.arguments, self.started_at) \
+            | {"duration_s": round(self.duration, 3), "outcome": self.kind, "error": self.error}
+
+
+def _summary(call_id: str, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
+             started_at: float) -> dict[str, Any]:
+    return {"call_id": call_id, "room": room, "page_id": session_id[:6], "tool": tool_key,
+            "arguments": _truncated(arguments), "started_at": started_at}
 
 
 class CallTable:
@@ -72,7 +99,7 @@ class CallTable:
         self._in_room: Counter[str] = Counter()
         self._for_page: Counter[str] = Counter()
         # How the last calls ended, summarised only when the dashboard asks (a summary costs ~20 us).
-        self._ended: deque[tuple[Call, Outcome, float]] = deque(maxlen=history)
+        self._ended: deque[EndedCall] = deque(maxlen=history)
         self.timeout = timeout
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # a bridge may run again on a new loop
@@ -162,17 +189,14 @@ class CallTable:
                 del counts[key]
         if not call.future.done():
             call.future.cancel()
-        self._ended.appendleft((call, outcome, time.monotonic()))
+        self._ended.appendleft(EndedCall(call.call_id, call.room, call.session_id, call.tool_key, call.arguments,
+                                         call.started_at, time.monotonic() - call.started, outcome.kind,
+                                         outcome.error))
 
     @property
     def recent(self) -> list[dict[str, Any]]:
         """The last calls that ended, newest first."""
-        entries = []
-        for call, outcome, ended in self._ended:
-            entry = call.summary(ended)
-            entry.update(duration_s=entry.pop("age_s"), outcome=outcome.kind, error=outcome.error)
-            entries.append(entry)
-        return entries
+        return [ended.summary() for ended in self._ended]
 
 
 ARGUMENTS_SHOWN = 200
