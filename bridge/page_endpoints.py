@@ -76,23 +76,19 @@ class PageEndpoints:
                     if size > self.settings.max_message_bytes:
                         raise ProtocolError("too_large", f"The message was {size} bytes, over the limit of "
                                             f"{self.settings.max_message_bytes}.")
-                    msg = parse_page_message(text)
-                    if isinstance(msg, Hello):
-                        if session is not None:
-                            raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=msg.id)
-                        session, resumed = self._hello(msg, client_address(ws.scope))
-                        connection = session.connection
-                        await self._take_over(session.id, ws)
-                        events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
-                        waiting = await self.hub.waiting_on(session) if resumed else []
-                        await self._send(ws, welcome(session.id, session.room, events_url, resumed, waiting,
-                                                     msg.id))
-                    elif session is None:
+                    if session is not None:
+                        await self._handle(ws, session, text)
+                        continue
+                    hello = parse_page_message(text)
+                    if not isinstance(hello, Hello):
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
-                                            reply_to=getattr(msg, "id", None))
-                    else:
-                        for reply in await self.hub.handle(session, msg):
-                            await self._send(ws, reply)
+                                            reply_to=getattr(hello, "id", None))
+                    session, resumed = self._hello(hello, client_address(ws.scope))
+                    connection = session.connection
+                    await self._take_over(session.id, ws)
+                    events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
+                    waiting = await self.hub.waiting_on(session) if resumed else []
+                    await self._send(ws, welcome(session.id, session.room, events_url, resumed, waiting, hello.id))
                 except ProtocolError as exc:
                     if session is not None and exc.code in ("too_large", "bad_json") and looks_like_return(text):
                         # Never silence: the call this answer was for ends now, with the reason.
@@ -111,6 +107,16 @@ class PageEndpoints:
                 if self._sockets.get(session.id) is ws:
                     del self._sockets[session.id]
                 self.hub.disconnected(session, connection, deliberate=close_code == CLOSE_NORMAL)
+
+    async def _handle(self, ws: WebSocket, session: PageSession, text: str) -> None:
+        """Act on one message of a page that said hello, and send the replies. The parsed message
+        lives as long as this call, not until the socket's next frame: a registration's
+        definitions are hundreds of objects every full collection walks."""
+        msg = parse_page_message(text)
+        if isinstance(msg, Hello):
+            raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=msg.id)
+        for reply in await self.hub.handle(session, msg):
+            await self._send(ws, reply)
 
     def _hello(self, msg: Hello, address: str) -> tuple[PageSession, bool]:
         """The hub's hello, with token guessing slowed down per client address."""
