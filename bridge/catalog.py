@@ -71,12 +71,13 @@ class Tool:
     """A tool a page registered, as its room keeps it.
 
     The definition is kept as its JSON text and parsed when read, the last DEFINITIONS_PARSED
-    read staying parsed: a string is one object the garbage collector never walks, where a
-    model and its schemas were seven or more, and at 10,000 tools every full collection walked
-    them all (tens of ms with the event loop stopped)."""
+    read staying parsed, and its schemas' checks made when used, the last SCHEMA_CHECKS_KEPT
+    staying made: a string is one object the garbage collector never walks, where a model and
+    its schemas were seven or more and a check some twenty, and every full collection walks
+    every object kept (with the event loop stopped)."""
 
     __slots__ = ("key", "page_name", "session_id", "app", "page_label", "seq", "description", "pinned",
-                 "_definition_json", "_checks")
+                 "_definition_json")
 
     def __init__(self, key: str, page_name: str, session_id: str, definition: ToolDefinition, app: str | None,
                  page_label: str, seq: int) -> None:
@@ -97,7 +98,6 @@ class Tool:
     def definition(self, definition: ToolDefinition) -> None:
         self._definition_json = definition.model_dump_json()
         self.description, self.pinned = definition.description, definition.pinned  # read for every tool
-        self._checks: dict[str, schemas.SchemaCheck] = {}  # per schema field, made at its first use
 
     @property
     def definition_json(self) -> str:
@@ -151,10 +151,7 @@ class Tool:
         return self._schema_errors("outputSchema", result["structuredContent"], "(result)")
 
     def _schema_errors(self, schema_field: str, instance: Any, whole: str) -> str | None:
-        check = self._checks.get(schema_field)
-        if check is None:
-            check = self._checks[schema_field] = schemas.SchemaCheck(getattr(self.definition, schema_field))
-        problem = check.errors(instance, whole)
+        problem = _schema_check(self._definition_json, schema_field).errors(instance, whole)
         return problem and problem.replace("the schema cannot", f"the tool's {schema_field} cannot")
 
     def indexed(self, definition: ToolDefinition | None = None) -> IndexedTool:
@@ -164,12 +161,20 @@ class Tool:
                            app=self.app, input_schema=d.inputSchema)
 
 
-DEFINITIONS_PARSED = 1024  # definitions kept parsed: the tools agents call and list
+# Definitions kept parsed and schema checks kept made: those of the tools agents are listing, finding
+# and calling now. Parsing one again costs microseconds; keeping one costs every full collection.
+DEFINITIONS_PARSED = 64
+SCHEMA_CHECKS_KEPT = 64
 
 
 @lru_cache(maxsize=DEFINITIONS_PARSED)
 def _parsed_definition(text: str) -> ToolDefinition:
     return ToolDefinition.model_validate_json(text)
+
+
+@lru_cache(maxsize=SCHEMA_CHECKS_KEPT)
+def _schema_check(definition_json: str, schema_field: str) -> schemas.SchemaCheck:
+    return schemas.SchemaCheck(getattr(_parsed_definition(definition_json), schema_field))
 
 
 @dataclass(frozen=True)
