@@ -154,8 +154,10 @@ def stem(word: str) -> str:
     "created", "creating" and "create" all "creat"; last, a final -y after a consonant
     becomes -i, as in Porter's stemmer, so "query", "queries" and "queried" meet at "queri",
     and "movie" (its -e dropped) meets "movies" at "movi". A word in Arabic letters gets
-    _arabic_stem instead.
+    _arabic_stem instead, one in Devanagari _hindi_stem.
     """
+    if "\u0900" <= word[:1] <= "\u097f":
+        return _hindi_stem(word)
     if len(word) <= MIN_STEM or not word.isalpha():
         return word
     if "\u0600" <= word[0] <= "\u06ff":
@@ -199,6 +201,30 @@ def _arabic_stem(word: str) -> str:
     return word
 
 
+# Hindi endings (gender, number, case, tense), longest first, as Ramanathan and Rao's light
+# stemmer lists them (chandrabindu written as anusvara: see _hindi_stem).
+_HINDI_SUFFIXES = tuple(sorted({suffix.replace("\u0901", "\u0902") for suffix in """
+    ाएंगी ाएंगे ाऊंगी ाऊंगा ाइयाँ ाइयों ाइयां
+    ाएगी ाएगा ाओगी ाओगे एंगी ेंगी एंगे ेंगे ूंगी ूंगा ातीं नाओं नाएं ताओं ताएं ियाँ ियों ियां
+    ाकर ाइए ाईं ाया ेगी ेगा ोगी ोगे ाने ाना ाते ाती ाता तीं ाओं ाएं ुओं ुएं ुआं
+    कर ाओ िए ाई ाए ने नी ना ते ीं ती ता ाँ ां ों ें
+    ो े ू ु ी ि ा""".split()}, key=len, reverse=True))
+# A half न or म before a consonant is written as an anusvara too ("हिन्दी" and "हिंदी").
+_HALF_NASAL = re.compile("[\u0928\u092e]\u094d(?=[\u0915-\u0939])")
+
+
+def _hindi_stem(word: str) -> str:
+    """Ramanathan and Rao's light stemmer for Hindi: the longest ending that leaves two
+    letters or more, after the spellings readers take for the same are made one (nukta
+    dropped, chandrabindu and a half nasal written as anusvara): "भेजो", "भेजें" and "भेजना"
+    are "भेज"."""
+    word = _HALF_NASAL.sub("\u0902", word.replace("\u093c", "").replace("\u0901", "\u0902"))
+    for suffix in _HINDI_SUFFIXES:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            return word[:-len(suffix)]
+    return word
+
+
 # Words a request is phrased with rather than about, left out of a query's terms (never out
 # of a tool's: a query-side list only). Snowball's English stop list (as NLTK ships it, with
 # its "can", "will", "just", "now", "don" and friends), then politeness and the modal verbs
@@ -233,8 +259,9 @@ def word_terms(word: str) -> tuple[str, ...]:
     if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (those scripts are from U+0E01 on)
         return found
     stemmed = stem(word)
-    # An Arabic word's truncation is its stem's: its own would start with the article.
-    return (stemmed, (stemmed if "\u0600" <= word[0] <= "\u06ff" else word)[:_TRUNCATE] + "*")
+    # An Arabic or Hindi word's truncation is its stem's: its own would start with the article,
+    # or end in a vowel sign ("भेजो", "भेजें").
+    return (stemmed, (stemmed if word[0] >= "\u0600" else word)[:_TRUNCATE] + "*")
 
 
 def _spaceless_terms(word: str) -> tuple[str, ...]:

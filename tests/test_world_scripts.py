@@ -66,6 +66,16 @@ def test_arabic_clitics_are_taken_off_as_a_light_stemmer_does() -> None:
     assert terms("کتاب یک")[0] == terms("كتاب")[0]  # Persian keheh and yeh meet Arabic's
 
 
+def test_hindi_endings_are_taken_off_and_spellings_of_one_word_meet() -> None:
+    # "send" as an order, politely, and as the infinitive; "do" likewise.
+    assert terms("भेजो")[0] == terms("भेजें")[0] == terms("भेजना")[0] == "भेज"
+    assert terms("करो")[0] == terms("करें")[0] == terms("करना")[0]
+    assert terms("हिन्दी") == terms("हिंदी")  # a half nasal or an anusvara
+    assert terms("ज़रूरी") == terms("जरूरी")  # the nukta is often left out
+    assert terms("अनुवाद")[0] == "अनुवाद"  # no ending: the word itself
+    assert terms("भेजो")[1] == "भेज*"  # the truncation of the stem, not of "भेजो"
+
+
 def test_persian_words_written_with_a_zero_width_non_joiner_are_one_word() -> None:
     assert split_words("می‌خواهم هتل‌ها") == split_words("میخواهم هتلها")
     assert len(split_words("می‌خواهم")) == 1
