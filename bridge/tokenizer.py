@@ -132,8 +132,9 @@ def split_words(text: str) -> list[str]:
 
 def _fold(text: str) -> str:
     """`text` NFKC-normalised ("ＧｉｔＨｕｂ" is "GitHub", "ｶﾅ" "カナ"), less its folded marks and
-    invisible joiners (_DROPPED): "Café" is "Cafe", "résumé" "resume", "مَلَف" "ملف". Words are
-    then case-folded ("Straße" and "STRASSE" meet). Then _FOLDED_LETTERS."""
+    invisible joiners (_DROPPED), its stroked and variant letters written plain (_FOLDED_LETTERS):
+    "Café" is "Cafe", "Đặt" "Dat", "مَلَف" "ملف". split_words then case-folds each word
+    ("Straße" and "STRASSE" meet)."""
     folded = unicodedata.normalize("NFC", _DROPPED.sub("", unicodedata.normalize("NFKD", text)))
     return _FOLDED_LETTER.sub(lambda letter: _FOLDED_LETTERS[letter[0]], folded)
 
@@ -260,7 +261,7 @@ def word_terms(word: str) -> tuple[str, ...]:
         return found
     stemmed = stem(word)
     # An Arabic or Hindi word's truncation is its stem's: its own would start with the article,
-    # or end in a vowel sign ("भेजो", "भेजें").
+    # or end in a vowel sign ("भेजो", "भेजें"). (From U+0600 on, other words are their own stem.)
     return (stemmed, (stemmed if word[0] >= "\u0600" else word)[:_TRUNCATE] + "*")
 
 
