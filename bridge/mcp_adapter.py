@@ -222,7 +222,7 @@ class RoomServer:
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
         if not isinstance(route, Invoke):  # a meta-tool's own answer
-            return self._result(route)
+            return _as_built(route)
         tool, arguments = route.tool, route.arguments
         asked = {"client_capabilities": client_capabilities(ctx), **answers_in(ctx)}
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
@@ -239,7 +239,7 @@ class RoomServer:
                 return input_required(outcome.result)
             asked = asked | {"input_responses": await ask_client(ctx, outcome.result["inputRequests"]),
                              "request_state": outcome.result["requestState"]}
-        return self._result(error_result(f"The page asked for input more than {INPUT_ROUNDS_MAX} times in one call."))
+        return _as_built(error_result(f"The page asked for input more than {INPUT_ROUNDS_MAX} times in one call."))
 
     async def _task_step(self, tool: Tool, arguments: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
         """One round of a task's call: its result (wire JSON), or InputNeeded."""
@@ -336,6 +336,12 @@ class RoomServer:
         except ValidationError as exc:
             return types.CallToolResult.model_validate(
                 error_result(f"The page returned a malformed MCP result: {validation_summary(exc)}"))
+
+
+def _as_built(result: dict[str, Any]) -> dict[str, Any]:
+    """A CallToolResult the bridge built itself (wire JSON), with the fields a model of it would
+    dump: the SDK validates it as it serialises it, so it is not validated and dumped here first."""
+    return {"isError": False, **result, "resultType": "complete"}
 
 
 def _offer(stream: Any, item: Any) -> None:
