@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from bridge.catalog import Room, Tool
@@ -26,6 +27,7 @@ NAME_SHOWN_CHARS = 128  # of a name an agent gave, in an answer (a tool name is 
 MATCH_DESCRIPTION_CHARS = 160  # a match's description: its first line, cut to this
 ENUM_SHOWN_MAX = 8  # a parameter's allowed values are shown as its type when there are at most this many
 TYPE_LABEL_CHARS = 80  # a longer type (a wide anyOf, long enum values) is cut: describe has it whole
+MATCH_PARTS_KEPT = 1024  # definitions whose match parts stay computed, the least recently found dropped first
 TIER_TEXT = {"lexical": "lexical search: by words", "hybrid": "hybrid search: by words and meaning"}
 
 
@@ -174,17 +176,25 @@ def match(room: Room, tool: Tool) -> dict[str, Any]:
 
     `required`: each required parameter's type ("string", "integer[]", "\"a\"|\"b\"", ...);
     `optional`: the names of the others; `examples`: the tool's input examples, if any."""
-    d = tool.definition
-    entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": one_line(d.description)}
+    description, required, optional, examples = _match_parts(tool.definition_json)
+    entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": description}
     if room.name_shared(tool):
-        entry["description"] = f"{entry['description']} [from {tool.page_label}]".lstrip()
-    required, optional = parameters(d.inputSchema)
-    entry["required"] = required
+        entry["description"] = f"{description} [from {tool.page_label}]".lstrip()
+    entry["required"] = dict(required)
     if optional:
-        entry["optional"] = optional
-    if d.inputExamples:
-        entry["examples"] = d.inputExamples
+        entry["optional"] = list(optional)
+    if examples:
+        entry["examples"] = examples
     return entry
+
+
+@lru_cache(maxsize=MATCH_PARTS_KEPT)
+def _match_parts(definition_json: str) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...], Any]:
+    """What a match shows of a definition (its JSON text, as a tool keeps it): read once for the
+    tools searches find again, rather than the definition parsed and its schema walked each time."""
+    definition = json.loads(definition_json)
+    required, optional = parameters(definition["inputSchema"])
+    return one_line(definition["description"]), tuple(required.items()), tuple(optional), definition["inputExamples"]
 
 
 def one_line(description: str, max_chars: int = MATCH_DESCRIPTION_CHARS) -> str:
