@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from bridge.catalog import Room, Tool
@@ -184,17 +183,33 @@ def match(room: Room, tool: Tool) -> dict[str, Any]:
     if optional:
         entry["optional"] = list(optional)
     if examples:
-        entry["examples"] = examples
+        entry["examples"] = json.loads(examples)
     return entry
 
 
-@lru_cache(maxsize=MATCH_PARTS_KEPT)
-def _match_parts(definition_json: str) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...], Any]:
-    """What a match shows of a definition (its JSON text, as a tool keeps it): read once for the
-    tools searches find again, rather than the definition parsed and its schema walked each time."""
-    definition = json.loads(definition_json)
-    required, optional = parameters(definition["inputSchema"])
-    return one_line(definition["description"]), tuple(required.items()), tuple(optional), definition["inputExamples"]
+MatchParts = tuple[str, tuple[tuple[str, str], ...], tuple[str, ...], str | None]
+# Definition (JSON text, as a tool keeps it) -> what a match shows of it, least recently found
+# first: strings and tuples of strings only, which the garbage collector stops tracking.
+_match_parts_kept: dict[str, MatchParts] = {}
+
+
+def _match_parts(definition_json: str) -> MatchParts:
+    """What a match shows of a definition: its description's first line, its required parameters'
+    types, its optional parameters' names and its input examples (as JSON text). Read once for
+    the tools searches find again, rather than the definition parsed and its schema walked for
+    every match."""
+    kept = _match_parts_kept
+    parts = kept.pop(definition_json, None)
+    if parts is None:
+        definition = json.loads(definition_json)
+        required, optional = parameters(definition["inputSchema"])
+        examples = definition["inputExamples"]
+        parts = (one_line(definition["description"]), tuple(required.items()), tuple(optional),
+                 json.dumps(examples) if examples else None)
+        if len(kept) >= MATCH_PARTS_KEPT:
+            del kept[next(iter(kept))]
+    kept[definition_json] = parts  # (re)inserted last: the most recently found
+    return parts
 
 
 def one_line(description: str, max_chars: int = MATCH_DESCRIPTION_CHARS) -> str:
