@@ -92,11 +92,6 @@ SIMILARITY_FLOOR = 0.0
 AUTOCUT_RATIO = 0.25
 
 
-# Tools tied for the last places of a word ranking, past which they are told apart by their
-# keys' ranks (see ToolIndex._first_by_key) rather than by comparing their keys.
-_TIES_RANKED = 64
-
-
 class ToolIndex:
     """Search over the tools of one room. Not thread-safe: use it from one event loop."""
 
@@ -126,7 +121,6 @@ class ToolIndex:
         self._trigram_df: dict[str, int] = {}  # before the cap at N, as of the last _sync()
         self._trigram_bags: dict[int, dict[str, int]] = {}
         self._overlaps: dict[tuple[int, int], float] = {}  # near-duplicate test, until a change
-        self._key_ranks: np.ndarray | None = None  # each slot's key's place in key order, until a tool comes
         self._retired: list[int] = []  # slots of tools found no more, whose entries sweep() frees
         self.add(tools)
 
@@ -159,7 +153,6 @@ class ToolIndex:
     def add(self, tools: Iterable[IndexedTool]) -> None:
         """Index `tools`; a key already present is replaced."""
         self._changed()
-        self._key_ranks = None  # (a tool leaving needs no new ranks: its slot scores nothing)
         by_name = self._by_name
         for tool in tools:
             if tool.key in self._slot_of:
@@ -383,30 +376,15 @@ class ToolIndex:
         first by key (so which of them is returned depends on keys, not on slots). Never more:
         a word hundreds of tools share ties them all, and what follows is quadratic in them."""
         positive = np.flatnonzero(totals > 0)
-        values = totals[positive]
         if len(positive) <= limit:
-            return dict(zip(positive.tolist(), values.tolist()))
-        floor = np.partition(values, len(positive) - limit)[len(positive) - limit]
-        above = positive[values > floor]
-        best = dict(zip(above.tolist(), values[values > floor].tolist()))
-        for slot in self._first_by_key(positive[values == floor], limit - len(best)):
+            return dict(zip(positive.tolist(), totals[positive].tolist()))
+        floor = np.partition(totals[positive], len(positive) - limit)[len(positive) - limit]
+        above = positive[totals[positive] > floor]
+        best = dict(zip(above.tolist(), totals[above].tolist()))
+        tied = positive[totals[positive] == floor].tolist()
+        for slot in heapq.nsmallest(limit - len(best), tied, key=lambda slot: self._key_at[slot] or ""):
             best[slot] = float(floor)
         return best
-
-    def _first_by_key(self, slots: np.ndarray, count: int) -> list[int]:
-        """The `count` of `slots` (tools found) whose keys come first, in key order. Past
-        _TIES_RANKED slots, by the keys' ranks, computed once until a tool comes: a word
-        many tools share ties them all, and comparing their keys is what would take long."""
-        if len(slots) <= _TIES_RANKED:
-            return heapq.nsmallest(count, slots.tolist(), key=lambda slot: self._key_at[slot] or "")
-        if self._key_ranks is None:
-            in_order = sorted(self._slot_of)
-            self._key_ranks = np.zeros(len(self._key_at), dtype=np.intp)
-            self._key_ranks[np.fromiter(map(self._slot_of.__getitem__, in_order), dtype=np.intp,
-                                        count=len(in_order))] = np.arange(len(in_order))
-        ranks = self._key_ranks[slots]
-        first = np.argpartition(ranks, count - 1)[:count] if count < len(slots) else np.arange(len(slots))
-        return slots[first[np.argsort(ranks[first])]].tolist()
 
     def _overlap(self, first: int, second: int) -> float:
         """_overlap of two tools' term bags, kept until the next change."""
