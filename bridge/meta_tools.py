@@ -26,7 +26,9 @@ NAME_SHOWN_CHARS = 128  # of a name an agent gave, in an answer (a tool name is 
 MATCH_DESCRIPTION_CHARS = 160  # a match's description: its first line, cut to this
 ENUM_SHOWN_MAX = 8  # a parameter's allowed values are shown as its type when there are at most this many
 TYPE_LABEL_CHARS = 80  # a longer type (a wide anyOf, long enum values) is cut: describe has it whole
-MATCH_PARTS_KEPT = 1024  # definitions whose match parts stay computed, the least recently found dropped first
+# Definitions whose match parts stay computed, the least recently found dropped first: each
+# holds its JSON text, up to a schema's size, after its tool is gone.
+MATCH_PARTS_KEPT = 256
 TIER_TEXT = {"lexical": "lexical search: by words", "hybrid": "hybrid search: by words and meaning"}
 
 
