@@ -13,7 +13,7 @@ import json
 import logging
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
@@ -271,6 +271,7 @@ class Room:
         # tool as listed and as read (see _as_read); both kept until the room's tools change.
         self._inline: list[str] | None = None
         self._listed: dict[str, tuple[dict[str, Any], str]] = {}
+        self._listed_now: set[str] | None = None  # search mode's listed keys, until the listing changes
         self._listeners: list[Callable[[Room], None]] = []
 
     # --- reading ---------------------------------------------------------------------------
@@ -308,7 +309,23 @@ class Room:
         self._index.use_embedder(embedder, lambda key: self._tools[key].indexed())
 
     def is_deferred(self, key: str) -> bool:
-        return key in self._tools and key not in self.listing().keys
+        return key in self._tools and key not in self._listed_keys()
+
+    @property
+    def deferred(self) -> int:
+        """How many of the room's tools are not listed (found through search only)."""
+        return len(self._tools) - len(self._listed_keys())
+
+    def _listed_keys(self) -> Collection[str]:
+        """The keys the listing holds, without building it where search mode is certain: a search
+        asks after each activation, and only telling agents of the change needs the listing."""
+        if self._listing is not None or len(self._tools) <= self.policy.inline_max:
+            return self.listing().keys
+        if self._listed_now is None:
+            if self._inline is None:
+                self._inline = self._inline_keys()
+            self._listed_now = {*self._inline, *(key for key in self._activated if key in self._tools)}
+        return self._listed_now
 
     def listing(self) -> Listing:
         if self._listing is None:
@@ -374,6 +391,7 @@ class Room:
             self._inline = None
             self._listed.clear()
         self._listing = None
+        self._listed_now = None
         for listener in list(self._listeners):
             listener(self)
 

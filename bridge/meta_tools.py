@@ -102,7 +102,7 @@ class MetaTools:
         found = [t for t, _ in hits]
         room.activate(t.key for t in reversed(found))  # the best match is the most recently used
         matches = [match(room, t) for t in found]
-        structured = {"matches": matches, "deferred": room.listing().deferred, "tier": tier}
+        structured = {"matches": matches, "deferred": room.deferred, "tier": tier}
         if matches:
             lines = [f"{len(matches)} tool(s) found ({TIER_TEXT.get(tier, tier)}); call them by name, or through "
                      f"{self.names.call}:"]

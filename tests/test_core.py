@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from dataclasses import replace
 
 import pytest
@@ -142,6 +143,28 @@ def test_activation_is_idempotent_and_lists_the_tool():
     assert room.activate(["t4"]) is False and room.activate(["t0"]) is False and room.activate(["ghost"]) is False
     assert [t["name"] for t in room.listing().tools] == ["t0", "t4"]
     assert len(changes) == 1
+
+
+def test_what_is_deferred_agrees_with_the_listing_through_registrations_activations_and_evictions():
+    # A search asks after each activation, before any listing is built: the answers must be the
+    # listing's own, whatever happened since.
+    rng = random.Random(7)
+    room = Room("r", ListingPolicy(inline_max=6, meta_tools=3, max_activated=4))
+    names = [f"t{i}" for i in range(14)]
+    for step in range(400):
+        move = rng.random()
+        if move < 0.15:
+            room.register(rng.choice("ST"), None, [definition(n).model_copy(update={"pinned": rng.random() < 0.2})
+                                                   for n in rng.sample(names, rng.randint(1, 4))])
+        elif move < 0.25:
+            room.unregister(rng.choice("ST"), rng.sample(names, rng.randint(1, 3)))
+        else:
+            room.activate(rng.sample(names + ["ghost"], rng.randint(1, 3)))
+        keys = [f"{n}{suffix}" for n in names for suffix in ("", "__S", "__T")] + ["ghost"]
+        answers = room.deferred, {key: room.is_deferred(key) for key in keys}
+        listing = room.listing()
+        assert answers == (listing.deferred, {key: room.get(key) is not None and key not in listing.keys
+                                             for key in keys}), step
 
 
 def test_pinned_tools_are_listed_in_search_mode_until_unpinned_or_gone():
