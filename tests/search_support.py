@@ -10,7 +10,7 @@ import mcp_types as types
 from mcp import Client
 
 from bridge.search import IndexedTool
-from support import tool
+from support import page, running_bridge, tool
 
 META = ["tool_search", "tool_describe", "call_tool"]
 
@@ -61,3 +61,15 @@ def indexed(entry: dict) -> IndexedTool:
 
 WORLD_CATALOG = Path(__file__).resolve().parent.parent / "bench" / "data" / "world_tools.json"
 WORLD_ENTRIES = json.loads(WORLD_CATALOG.read_text())["tools"]  # Indic, Arabic, Cyrillic, accented Latin, Lao, ...
+
+
+async def first_matches_through_a_bridge(entries: list[dict], queries: list[str]) -> tuple[list[str], list[str]]:
+    """The names an agent sees listed, and the first match of each query, through a real bridge
+    whose room (five tools listed, the rest deferred) holds eight English fillers, then `entries`
+    (tools of a catalog above)."""
+    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
+    tools = [tool(entry["name"], entry["description"]) for entry in entries]
+    async with running_bridge(inline_max=5) as b, page(b, *filler, *tools), \
+            Client(b.mcp_url(), mode="legacy") as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        return names, [match_names(await search(client, query))[0] for query in queries]

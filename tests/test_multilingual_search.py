@@ -10,13 +10,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from mcp import Client
 
 from bridge.search import IndexedTool, SearchHit, ToolIndex
 from bridge.tokenizer import (compact, letter_trigrams, mostly_in, query_terms, script_of, scripts_of_languages,
                               split_words, terms, words)
-from search_support import MULTILINGUAL_ENTRIES, indexed
-from support import page, running_bridge, tool
+from search_support import MULTILINGUAL_ENTRIES, first_matches_through_a_bridge, indexed
 
 
 @pytest.fixture(scope="module")
@@ -230,12 +228,7 @@ def test_a_character_finds_the_tools_that_hold_it_and_no_other(catalog: ToolInde
 
 
 async def test_an_agent_finds_a_chinese_tool_with_a_chinese_query() -> None:
-    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
-    chinese = [tool(entry["name"], entry["description"]) for entry in MULTILINGUAL_ENTRIES if entry["lang"] == "zh"]
-    async with running_bridge(inline_max=5) as b, page(b, *filler, *chinese), \
-            Client(b.mcp_url(), mode="legacy") as client:
-        assert "confirm_transfer" not in [t.name for t in (await client.list_tools()).tools]  # deferred
-        result = await client.call_tool("tool_search", {"query": "确认转账"})
-        assert result.structured_content["matches"][0]["name"] == "confirm_transfer"
-        result = await client.call_tool("tool_search", {"query": "天气"})
-        assert result.structured_content["matches"][0]["name"] == "get_weather_forecast"
+    listed, first = await first_matches_through_a_bridge(
+        [entry for entry in MULTILINGUAL_ENTRIES if entry["lang"] == "zh"], ["确认转账", "天气"])
+    assert "confirm_transfer" not in listed  # deferred
+    assert first == ["confirm_transfer", "get_weather_forecast"]

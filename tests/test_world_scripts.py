@@ -12,12 +12,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from mcp import Client
 
 from bridge.search import ToolIndex
 from bridge.tokenizer import compact, split_words, terms
-from search_support import WORLD_ENTRIES, indexed
-from support import page, running_bridge, tool
+from search_support import WORLD_ENTRIES, first_matches_through_a_bridge, indexed
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +142,7 @@ def test_nearly_every_request_of_the_catalog_finds_its_tool_in_the_top_five(cata
 
 
 async def test_an_agent_finds_a_hindi_tool_with_a_hindi_request() -> None:
-    filler = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") for i in range(8)]
-    hindi = [tool(entry["name"], entry["description"]) for entry in WORLD_ENTRIES if entry["lang"] == "hi"]
-    async with running_bridge(inline_max=5) as b, page(b, *filler, *hindi), \
-            Client(b.mcp_url(), mode="legacy") as client:
-        assert "translate_hi" not in [t.name for t in (await client.list_tools()).tools]  # deferred
-        result = await client.call_tool("tool_search", {"query": "मेरे खाते में कितना बैलेंस है"})
-        assert result.structured_content["matches"][0]["name"] == "account_balance_hi"
-        result = await client.call_tool("tool_search", {"query": "गैस बिल का भुगतान करो"})
-        assert result.structured_content["matches"][0]["name"] == "pay_bill_hi"
+    listed, first = await first_matches_through_a_bridge(
+        [entry for entry in WORLD_ENTRIES if entry["lang"] == "hi"], ["मेरे खाते में कितना बैलेंस है", "गैस बिल का भुगतान करो"])
+    assert "account_balance_hi" not in listed  # deferred
+    assert first == ["account_balance_hi", "pay_bill_hi"]
