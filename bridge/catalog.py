@@ -321,6 +321,11 @@ class Room:
         asks after each activation, and only telling agents of the change needs the listing."""
         if self._listing is not None or len(self._tools) <= self.policy.inline_max:
             return self.listing().keys
+        return self._search_mode_keys()
+
+    def _search_mode_keys(self) -> set[str]:
+        """Search mode's listed keys: the inline part, then whatever agents activated, whatever the
+        budget says (they asked for it; at most max_activated of them, see activate)."""
         if self._listed_now is None:
             if self._inline is None:
                 self._inline = self._inline_keys()
@@ -339,13 +344,7 @@ class Room:
             as_read = [_as_read(described) for described in everything]
             if sum(len(text) // 4 for text in as_read) <= p.inline_token_budget:
                 return Listing(everything, search_mode=False, deferred=0, fingerprint=_fingerprint(False, as_read))
-        # Search mode: the inline part, then whatever agents activated, whatever the budget says
-        # (they asked for it; at most max_activated of them, see activate).
-        if self._inline is None:
-            self._inline = self._inline_keys()
-        keys = dict.fromkeys(self._inline)
-        keys.update((key, None) for key in self._activated if key in self._tools)
-        ordered = sorted(keys, key=lambda key: self._tools[key].seq)
+        ordered = sorted(self._search_mode_keys(), key=lambda key: self._tools[key].seq)
         self._listed = {key: self._as_listed(self._tools[key]) for key in ordered}  # what is listed only
         return Listing([described for described, _ in self._listed.values()], search_mode=True,
                        deferred=len(self._tools) - len(ordered),
