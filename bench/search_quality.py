@@ -510,8 +510,7 @@ def load_multilingual(path: Path = MULTILINGUAL) -> tuple[list[IndexedTool], lis
     ("zh", "ja", "ko", "th", "en"), "CJK" for the first three, "mixed" for a request written in
     Latin letters and one of those scripts."""
     catalog = json.loads(path.read_text())["tools"]
-    tools = [IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
-                         input_schema=_schema(entry.get("parameters", {}))) for entry in catalog]
+    tools = list(map(_catalog_tool, catalog))
     rows = []
     for entry in catalog:
         for query in entry["queries"]:
@@ -522,6 +521,12 @@ def load_multilingual(path: Path = MULTILINGUAL) -> tuple[list[IndexedTool], lis
                 groups.add("mixed")
             rows.append((query, entry["name"], groups))
     return tools, rows
+
+
+def _catalog_tool(entry: dict) -> IndexedTool:
+    """An entry of a catalog in bench/data as the index sees it (its parameters as a schema)."""
+    return IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
+                       input_schema=_schema(entry.get("parameters", {})))
 
 
 def _schema(parameters: dict[str, str]) -> dict:
@@ -558,8 +563,7 @@ WORLD_GROUPS = ["indic", "arabic", "cyr/el", "latin", "sea", "all"]
 def load_world(path: Path = WORLD) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
     """The world catalog's tools, and its requests as (query, gold tool, {script family, "all"})."""
     catalog = json.loads(path.read_text())["tools"]
-    tools = [IndexedTool(key=entry["name"], name=entry["name"], description=entry["description"], app=entry.get("app"),
-                         input_schema=_schema(entry.get("parameters", {}))) for entry in catalog]
+    tools = list(map(_catalog_tool, catalog))
     rows = [(query, entry["name"], {WORLD_FAMILIES[entry["lang"]], "all"})
             for entry in catalog for query in entry["queries"]]
     return tools, rows
