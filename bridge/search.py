@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
 import numpy as np
 
@@ -100,20 +99,25 @@ class ToolIndex:
         embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
         without, search is lexical only (until use_embedder).
 
-        Sets of slots or stems are dicts to None: out of the garbage collector's sight, so
-        that a full collection does not walk the index (see bridge.bm25)."""
+        What lives as long as the tools is kept where the garbage collector does not look,
+        so that a full collection does not walk the index (see bridge.bm25): what a slot holds
+        in dicts by slot, of strings and tuples of strings, a name's slots as a tuple, sets of
+        stems as dicts to None. A list is walked item by item at every full collection, as is
+        a dict or tuple holding a dict; a dict or tuple holding only strings, numbers and
+        such tuples is not tracked."""
         self._vectors = ToolVectors(embedder) if embedder is not None else None
         self._bm25 = LiveBM25()
         self._slot_of: dict[str, int] = {}
-        self._key_at: list[str | None] = []
+        self._key_at: dict[int, str] = {}  # of the slots in use (not free, not retired)
+        self._slot_count = 0  # slots used so far, free ones included
         self._free_slots: list[int] = []
         # Exact-name lookup: compact name or key, and stemmed name words -> slots.
-        self._by_name: dict[str, dict[int, None]] = {}
-        self._name_forms_at: list[tuple[str, ...]] = []
+        self._by_name: dict[str, tuple[int, ...]] = {}
+        self._name_forms_at: dict[int, tuple[str, ...]] = {}
         # The substring fallback searches all compact names at once, joined into one string
         # that is rebuilt on the first fallback after a change.
-        self._compact_name_at: list[str] = []
-        self._joined_names: tuple[str, list[int], list[int]] | None = None
+        self._compact_name_at: dict[int, str] = {}
+        self._joined_names: tuple[str, tuple[int, ...], tuple[int, ...]] | None = None
         # Trigram rerank: trigram -> stems holding it (changes only with the vocabulary),
         # trigram document frequencies computed since the last change, and the counted
         # trigrams of recently reranked tools by slot.
@@ -143,7 +147,7 @@ class ToolIndex:
             return
 
         def texts(slot: int) -> tuple[str, str]:
-            key = self._key_at[slot]
+            key = self._key_at.get(slot)
             assert key is not None, "a tool leaving leaves the unread slots (ToolVectors.remove)"
             tool = read(key)
             return embedding_texts(tool, words(tool.name))
@@ -157,11 +161,10 @@ class ToolIndex:
         for tool in tools:
             if tool.key in self._slot_of:
                 self.remove((tool.key,))
-            slot = self._free_slots.pop() if self._free_slots else len(self._key_at)
-            if slot == len(self._key_at):
-                self._key_at.append(None)
-                self._name_forms_at.append(())
-                self._compact_name_at.append("")
+            if self._free_slots:
+                slot = self._free_slots.pop()
+            else:
+                slot, self._slot_count = self._slot_count, self._slot_count + 1
             self._key_at[slot] = tool.key
             self._slot_of[tool.key] = slot
             name_words = words(tool.name)
@@ -174,10 +177,7 @@ class ToolIndex:
             if self._vectors is not None:
                 self._vectors.add(slot, embedding_texts(tool, name_words))
             for form in forms:
-                if form in by_name:
-                    by_name[form][slot] = None
-                else:
-                    by_name[form] = {slot: None}
+                by_name[form] = by_name.get(form, ()) + (slot,)
 
     def remove(self, keys: Iterable[str]) -> None:
         """Drop the tools with these keys; unknown keys are ignored."""
@@ -213,11 +213,14 @@ class ToolIndex:
             return None
         if self._vectors is not None:
             self._vectors.remove(slot)
-        for form in self._name_forms_at[slot]:
-            _discard(self._by_name, form, slot)
-        self._name_forms_at[slot] = ()
-        self._compact_name_at[slot] = ""
-        self._key_at[slot] = None
+        by_name = self._by_name
+        for form in self._name_forms_at.pop(slot):
+            others = tuple(other for other in by_name[form] if other != slot)
+            if others:
+                by_name[form] = others
+            else:
+                del by_name[form]
+        del self._compact_name_at[slot], self._key_at[slot]
         return slot
 
     def _free(self, slot: int) -> None:
@@ -274,7 +277,7 @@ class ToolIndex:
                       or self._common_word_scores(query_terms))
         tier = "lexical"
         if query_vector is not None and self._vectors is not None and self._vectors.count:
-            similarity = self._vectors.similarities(query_vector, len(self._key_at))
+            similarity = self._vectors.similarities(query_vector, self._slot_count)
             scores = self._fuse(scores, similarity, max(limit, RERANK_DEPTH))
             tier = "hybrid"
         if named:
@@ -282,10 +285,11 @@ class ToolIndex:
             lead = max(scores.values(), default=0.0) or 1.0
             for slot in named:
                 scores[slot] = scores.get(slot, 0.0) + lead
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, self._key_at[item[0]] or ""))
+        key_at = self._key_at
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0] not in named, key_at.get(item[0], "")))
         ranked = ranked[:limit]
         ranked = ranked[:self._cut([score for _, score in ranked])]
-        return [SearchHit(key, score, tier) for slot, score in ranked if (key := self._key_at[slot]) is not None]
+        return [SearchHit(key, score, tier) for slot, score in ranked if (key := self._key_at.get(slot)) is not None]
 
     def query_embedder(self, query: str) -> Embedder | None:
         """The model whose vector of `query` search() would fuse in; None when it would search
@@ -367,7 +371,7 @@ class ToolIndex:
 
     def _bm25_totals(self, query_terms: list[str]) -> np.ndarray:
         """BM25 score of every slot (zero for the tools no term matches, free slots and retired ones)."""
-        totals = self._bm25.totals(query_terms, len(self._key_at))
+        totals = self._bm25.totals(query_terms, self._slot_count)
         totals[self._retired] = 0.0
         return totals
 
@@ -382,7 +386,7 @@ class ToolIndex:
         above = positive[totals[positive] > floor]
         best = dict(zip(above.tolist(), totals[above].tolist()))
         tied = positive[totals[positive] == floor].tolist()
-        for slot in heapq.nsmallest(limit - len(best), tied, key=lambda slot: self._key_at[slot] or ""):
+        for slot in heapq.nsmallest(limit - len(best), tied, key=self._key_at.__getitem__):  # scored: in use
             best[slot] = float(floor)
         return best
 
@@ -411,7 +415,7 @@ class ToolIndex:
         if len(scores) < 2:
             return scores
         lengths = self._bm25.doc_len
-        order = sorted(scores, key=lambda slot: (-scores[slot], self._key_at[slot] or ""))
+        order = sorted(scores, key=lambda slot: (-scores[slot], self._key_at.get(slot, "")))
         leaders: list[int] = []
         duplicates: list[int] = []
         for slot in order:
@@ -483,7 +487,7 @@ class ToolIndex:
         scores: Counter[int] = Counter()
         for term in set(query_terms):
             for slot in self._bm25.postings.get(term, ()):
-                if self._key_at[slot] is not None:  # not retired
+                if slot in self._key_at:  # not retired
                     scores[slot] += 1
         return {slot: float(count) for slot, count in scores.items()}
 
@@ -514,21 +518,17 @@ class ToolIndex:
                 position = joined.find(needle, starts[name + 1])
         return {slots[name]: letters / (starts[name + 1] - starts[name] - 1) for name, letters in covered.items()}
 
-    def _join_names(self) -> tuple[str, list[int], list[int]]:
+    def _join_names(self) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
         """All compact names in one string, each followed by a space (which no needle has),
         where each name starts (plus where the string ends), and the slot of each name."""
-        names, starts, slots = [], [], []
+        names, starts = [], []
         position = 0
-        for slot, key in enumerate(self._key_at):
-            if key is None:
-                continue
-            name = self._compact_name_at[slot]
+        for name in self._compact_name_at.values():
             names.append(name + " ")
             starts.append(position)
-            slots.append(slot)
             position += len(name) + 1
         starts.append(position)
-        return "".join(names), starts, slots
+        return "".join(names), tuple(starts), tuple(self._compact_name_at)
 
 
 def _name_forms(tool: IndexedTool, compact_name: str, name_words: list[str]) -> tuple[str, ...]:
@@ -545,7 +545,7 @@ def _query_name_forms(query: str) -> set[str]:
     return {compact(query), " ".join(tokenize(query))} - {""}
 
 
-def _discard(index: dict[str, dict[Any, None]], key: str, member: Any) -> None:
+def _discard(index: dict[str, dict[str, None]], key: str, member: str) -> None:
     members = index[key]
     members.pop(member, None)
     if not members:

@@ -14,12 +14,22 @@ import struct
 
 from bridge.calls import CallTable, Outcome
 from bridge.catalog import ListingPolicy, Room, check_definition
+from bridge.search import ToolIndex
+from bridge.tool_text import IndexedTool
 from support import eventually, page, running_bridge, tool
 
 
 def tracked() -> int:
     gc.collect()
     return len(gc.get_objects())
+
+
+def followed() -> int:
+    """The references a full collection follows: it visits each reference every tracked object
+    holds, and a few objects holding many (a list of 10,000 keys) cost it more than themselves."""
+    gc.collect()
+    objects = gc.get_objects()
+    return sum(len(gc.get_referents(found)) for found in objects if found is not objects)
 
 
 def rich_definition(n: int) -> dict:
@@ -44,6 +54,30 @@ def test_reading_and_checking_every_tool_of_a_room_keeps_few_objects():
     last = room.get("t5999")
     assert "rows" in last.argument_errors({"rows": [{"cell": 1}]})
     assert "count" in last.result_errors({"structuredContent": {"count": "many"}})
+
+
+def test_the_index_adds_one_reference_a_tool_to_what_a_full_collection_follows():
+    # Its term counts; what the index keeps by slot or by name (keys, names, a name's slots, the
+    # names joined for the substring fallback) is where the collector does not look, and a slot
+    # freed is reused.
+    verbs, nouns = ["get", "send", "list", "track", "book"], ["invoice", "order", "flight", "parcel", "note", "photo"]
+
+    def tools(start: int, count: int) -> list[IndexedTool]:  # a few words in all: postings that do not grow
+        named = ((n, verbs[n % 5], nouns[n // 5 % 6]) for n in range(start, start + count))
+        return [IndexedTool(key=f"{verb}_{noun}_{n // 30}", name=f"{verb}_{noun}",
+                            description=f"{verb.title()} the {noun}.") for n, verb, noun in named]
+
+    index = ToolIndex(tools(0, 30))
+    assert index.search("calc") == []  # no word matches: the names are joined to look for it in them
+    before = followed()
+    index.add(tools(30, 3000))
+    assert [hit.key for hit in index.search("book flight", 1)] == ["book_flight_0"]
+    assert index.search("calc") == []
+    assert (followed() - before) / 3000 < 1.5
+    index.remove(tool.key for tool in tools(30, 3000))
+    index.add(tools(30, 3000))
+    assert index.search("calc") == []
+    assert (followed() - before) / 3000 < 1.5
 
 
 async def test_a_registration_is_not_kept_once_the_page_is_answered():
