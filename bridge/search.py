@@ -215,7 +215,9 @@ class ToolIndex:
             self._vectors.remove(slot)
         by_name = self._by_name
         for form in self._name_forms_at.pop(slot):
-            others = tuple(other for other in by_name[form] if other != slot)
+            slots = by_name[form]
+            at = slots.index(slot)
+            others = slots[:at] + slots[at + 1:]
             if others:
                 by_name[form] = others
             else:
