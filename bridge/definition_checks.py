@@ -37,7 +37,7 @@ from bridge import validation
 
 Checked = TypeVar("Checked")
 
-TURN_SECONDS = 0.005
+TURN_SECONDS = 0.002
 MOST_THREADS = 8  # held at once on one loop: the running one, the others each hold a paused definition
 IDLE_THREADS = 2  # kept for the next registrations; more are stopped once idle
 PARKED_POLL_SECONDS = 1.0  # how often a parked thread checks that its loop still runs

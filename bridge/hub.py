@@ -36,7 +36,7 @@ from bridge.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
 
-CATALOG_SLICE = 50  # tools a page's registration adds, or its leaving frees, between two turns of the loop
+CATALOG_SLICE = 16  # tools a page's registration adds, or its leaving frees, between two turns of the loop
 OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
 SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
