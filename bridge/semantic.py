@@ -36,6 +36,7 @@ tokenising, pooling and model download would be ours to keep): bench/README.md s
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import logging
 import threading
@@ -506,6 +507,11 @@ class BackgroundEmbedding:
             log.error("semantic tool search is off, tool search stays lexical (by words): %s", error)
             return
         self.embedder = embedder
+        if gc.get_freeze_count():
+            # The process froze what start-up built (`serve` does): the model's libraries, imported
+            # just now, live as long, and full collections would otherwise walk their modules.
+            gc.collect()
+            gc.freeze()
         log.info("semantic tool search is on (model %s)", self.model)
         self.on_loaded(embedder)
 

@@ -760,3 +760,42 @@ async def test_queries_waiting_for_the_model_are_embedded_together(monkeypatch):
         assert len(embedder.calls) == 2 and sorted(embedder.calls[0] + embedder.calls[1]) == sorted(queries)
     finally:
         embedder.release.set()
+
+
+_LOAD_AND_COUNT = """
+import asyncio, gc, sys
+import bridge.app  # what the bridge imports before serving
+from bridge.semantic import BackgroundEmbedding
+if sys.argv[2] == "frozen":
+    gc.collect()
+    gc.freeze()  # as `serve` freezes what start-up built
+
+async def main():
+    loaded = asyncio.Event()
+    semantic = BackgroundEmbedding("sentence-transformers/all-MiniLM-L6-v2", path=sys.argv[1],
+                                   on_loaded=lambda embedder: loaded.set())
+    semantic.start()
+    await asyncio.wait_for(loaded.wait(), 120)
+    gc.collect()
+    print(len(gc.get_objects()), gc.get_freeze_count())
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("start_up", ["frozen", "not frozen"])
+def test_a_process_that_froze_its_start_up_heap_keeps_the_models_libraries_out_of_full_collections(
+        model_dir: Path, start_up: str) -> None:
+    # A subprocess: freezing is the whole process's, and this one's must stay as it is.
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _LOAD_AND_COUNT, str(model_dir), start_up], capture_output=True,
+                          text=True, timeout=180, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    tracked, frozen = map(int, done.stdout.split())
+    if start_up == "frozen":
+        # fastembed, onnxruntime and the tokenizer's modules are ~27,000 tracked objects: frozen too.
+        assert tracked < 2_000, tracked
+    else:
+        # An app that embeds the bridge and froze nothing keeps its heap as it is.
+        assert frozen == 0 and tracked > 20_000, (tracked, frozen)
