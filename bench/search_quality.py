@@ -251,7 +251,7 @@ class QueryTfSaturated(ToolIndex):
     def _bm25_totals(self, query_terms: list[str]) -> Any:
         bm25 = self._bm25
         bm25.sync()
-        totals = np.zeros(len(self._key_at))
+        totals = np.zeros(self._slot_count)
         for term, count in Counter(query_terms).items():
             if term in bm25.postings:
                 slots, contribution = bm25._contribution(term)
