@@ -98,7 +98,7 @@ class CallTable:
         # Calls in flight per room and per page, for the limits checked on every call.
         self._in_room: Counter[str] = Counter()
         self._for_page: Counter[str] = Counter()
-        # How the last calls ended, summarised only when the dashboard asks (a summary costs ~20 us).
+        # How the last calls ended, summarised only when the dashboard asks, not at every call.
         self._ended: deque[EndedCall] = deque(maxlen=history)
         self.timeout = timeout
         self._timer: asyncio.TimerHandle | None = None

@@ -385,9 +385,9 @@ class Hub:
         raise ProtocolError("bad_message", "agui.hello is sent once, first.", reply_to=getattr(msg, "id", None))
 
     async def _register(self, session: PageSession, msg: RegisterTools) -> list[dict[str, Any]]:
-        # Checking JSON Schemas costs ~1 ms a tool: done in short turns the loop serves others between,
-        # so a page bringing hundreds of tools does not stall it; the catalog then takes them in slices
-        # for the same reason.
+        # Checking a tool's schemas against the meta-schema is dear: done in short turns the loop
+        # serves others between, so a page bringing hundreds of tools does not stall it; the catalog
+        # then takes them in slices for the same reason.
         definitions, errors = await _check_definitions(msg.tools, self._definition_limits)
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
