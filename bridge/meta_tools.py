@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from bridge.catalog import Room, Tool
@@ -190,28 +191,19 @@ def match(room: Room, tool: Tool) -> dict[str, Any]:
 
 
 MatchParts = tuple[str, tuple[tuple[str, str], ...], tuple[str, ...], str | None]
-# Definition (JSON text, as a tool keeps it) -> what a match shows of it, least recently found
-# first: strings and tuples of strings only, which the garbage collector stops tracking.
-_match_parts_kept: dict[str, MatchParts] = {}
 
 
+@lru_cache(maxsize=MATCH_PARTS_KEPT)  # strings and tuples of strings: nothing the collector tracks
 def _match_parts(definition_json: str) -> MatchParts:
-    """What a match shows of a definition: its description's first line, its required parameters'
-    types, its optional parameters' names and its input examples (as JSON text). Read once for
-    the tools searches find again, rather than the definition parsed and its schema walked for
-    every match."""
-    kept = _match_parts_kept
-    parts = kept.pop(definition_json, None)
-    if parts is None:
-        definition = json.loads(definition_json)
-        required, optional = parameters(definition["inputSchema"])
-        examples = definition["inputExamples"]
-        parts = (one_line(definition["description"]), tuple(required.items()), tuple(optional),
-                 json.dumps(examples) if examples else None)
-        if len(kept) >= MATCH_PARTS_KEPT:
-            del kept[next(iter(kept))]
-    kept[definition_json] = parts  # (re)inserted last: the most recently found
-    return parts
+    """What a match shows of a definition (JSON text, as a tool keeps it): its description's
+    first line, its required parameters' types, its optional parameters' names and its input
+    examples (as JSON text). Read once for the tools searches find again, rather than the
+    definition parsed and its schema walked for every match."""
+    definition = json.loads(definition_json)
+    required, optional = parameters(definition["inputSchema"])
+    examples = definition["inputExamples"]
+    return (one_line(definition["description"]), tuple(required.items()), tuple(optional),
+            json.dumps(examples) if examples else None)
 
 
 def one_line(description: str, max_chars: int = MATCH_DESCRIPTION_CHARS) -> str:
