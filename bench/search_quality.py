@@ -26,8 +26,8 @@ a step goes with its task), so parameters can be chosen on one half and checked 
 other. The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese,
 Korean, Thai and a few English tools, with requests in those languages and mixed) follows,
 then the world table (bench/data/world_tools.json: Hindi, Bengali, Tamil, Arabic, Persian,
-Russian, Greek, Vietnamese, Spanish, French, German, Turkish, Lao, Khmer and Myanmar tools,
-with requests in their language, some typed without accents).
+Hebrew, Russian, Ukrainian, Bulgarian, Greek, Vietnamese, Spanish, French, German, Turkish,
+Lao, Khmer and Myanmar tools, with requests in their language, some typed without accents).
 """
 
 from __future__ import annotations
@@ -552,12 +552,12 @@ def multilingual_table(path: Path = MULTILINGUAL) -> None:
 
 WORLD = REPO_ROOT / "bench" / "data" / "world_tools.json"
 # The world catalog's languages by how their script is searched: Indic (vowel signs inside
-# words), Arabic script (optional vowel marks), Cyrillic and Greek, Latin with accents (often
-# typed without), and the Southeast Asian scripts written without spaces.
-WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "fa": "arabic", "ru": "cyr/el",
-                  "el": "cyr/el", "vi": "latin", "es": "latin", "fr": "latin", "de": "latin", "tr": "latin",
-                  "lo": "sea", "km": "sea", "my": "sea"}
-WORLD_GROUPS = ["indic", "arabic", "cyr/el", "latin", "sea", "all"]
+# words), Arabic script (optional vowel marks), Hebrew (prefixes glued on), Cyrillic and Greek,
+# Latin with accents (often typed without), and the Southeast Asian scripts written without spaces.
+WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "fa": "arabic", "he": "hebrew",
+                  "ru": "cyr/el", "uk": "cyr/el", "bg": "cyr/el", "el": "cyr/el", "vi": "latin", "es": "latin",
+                  "fr": "latin", "de": "latin", "tr": "latin", "lo": "sea", "km": "sea", "my": "sea"}
+WORLD_GROUPS = ["indic", "arabic", "hebrew", "cyr/el", "latin", "sea", "all"]
 
 
 def load_world(path: Path = WORLD) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
