@@ -2,8 +2,9 @@
 
 `split_words` cuts text into lower-case words (on separators, camelCase and acronyms),
 `stem` folds plural and verb endings, `terms` gives the BM25 terms of a text (each word's
-stem, and its 4-letter truncation: "fina*"; a shorter word is its own, "pdf*"). `words` and `terms`
-cut at white space first and memoise each piece, which is what keeps indexing cheap.
+stem, and its 4-letter truncation: "fina*"; a shorter word is its own, "pdf*"; a Hebrew word
+with a prefix, the terms of the word without it too). `words` and `terms` cut at white space
+first and memoise each piece, which is what keeps indexing cheap.
 
 Chinese, Japanese, Korean, Thai, Lao, Myanmar and Khmer are written without spaces between
 words (Korean puts them between phrases, with particles glued on), so a run of their letters
@@ -154,13 +155,15 @@ def stem(word: str) -> str:
     "runn" -> "run" except l, s, z; then a final -e (not -ee), which makes "creates",
     "created", "creating" and "create" all "creat"; last, a final -y after a consonant
     becomes -i, as in Porter's stemmer, so "query", "queries" and "queried" meet at "queri",
-    and "movie" (its -e dropped) meets "movies" at "movi". A word in Arabic letters gets
-    _arabic_stem instead, one in Devanagari _hindi_stem.
+    and "movie" (its -e dropped) meets "movies" at "movi". A word in Cyrillic letters gets
+    _cyrillic_stem instead, one in Arabic letters _arabic_stem, one in Devanagari _hindi_stem.
     """
     if "\u0900" <= word[:1] <= "\u097f":
         return _hindi_stem(word)
     if len(word) <= MIN_STEM or not word.isalpha():
         return word
+    if "\u0400" <= word[0] <= "\u04ff":
+        return _cyrillic_stem(word)
     if "\u0600" <= word[0] <= "\u06ff":
         return _arabic_stem(word)
     if word.endswith(("ies", "ied")) and len(word) > MIN_STEM + 2:
@@ -178,6 +181,35 @@ def stem(word: str) -> str:
     if word.endswith("y") and len(word) > MIN_STEM and word[-2] not in "aeiouy":
         word = word[:-1] + "i"
     return word
+
+
+# The endings Cyrillic words take off, as folded (see _fold: "й" is "и", "ї" "і", "ё" "е"):
+# of Russian and Ukrainian nouns and adjectives by case and number, as Savoy's light stemmer
+# for Russian takes them off; of the verb forms requests and descriptions say the same thing
+# with, the imperative of a request ("добавь", "найдите", "создай", Ukrainian "оплати") and
+# the infinitive of a description ("добавить", "создать", "оплатити"), but not the present or
+# past tense, whose endings also end nouns ("отчет", "файл"); Bulgarian's article ("хотелът").
+_CYRILLIC_ENDING_LIST = """
+    а я о е у ю ы и і ь ом ем ам ям ах ях ов ев ів еи ои ыи ии іи оі ая яя ое ее ые ие ия ию ье ья
+    ью ую юю ою ею им ым их ых ім іх ми ами ями ого его ому ему ыми ими іми ові еві иям иях оям оях
+    иями оями ьями
+    ать ять ить еть уть ыть ити іти аться яться иться еться атися ятися итися аи яи ите ьте іть
+    аите яите оите еите
+    ът ят""".split()
+_CYRILLIC_ENDINGS = tuple((length, frozenset(ending for ending in _CYRILLIC_ENDING_LIST if len(ending) == length))
+                          for length in sorted(set(map(len, _CYRILLIC_ENDING_LIST)), reverse=True))
+
+
+def _cyrillic_stem(word: str) -> str:
+    """A light stemmer for words in Cyrillic letters (Russian, Ukrainian, and the endings
+    Bulgarian and Serbian share with them): the longest of _CYRILLIC_ENDING_LIST that leaves
+    MIN_STEM letters, then a soft sign: "товара", "товаров" and "товар" are "товар", "добавь"
+    and "добавить" "добав", "цена" and "цены" "цен"."""
+    for length, endings in _CYRILLIC_ENDINGS:
+        if len(word) - length >= MIN_STEM and word[-length:] in endings:
+            word = word[:-length]
+            break
+    return word[:-1] if word.endswith("ь") and len(word) > MIN_STEM else word
 
 
 # Arabic glues "and", the article and prepositions before a word and pronouns after it
@@ -255,14 +287,38 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def word_terms(word: str) -> tuple[str, ...]:
-    """The BM25 terms of one lower-case word: its stem and its truncation; for a run of Han,
-    kana, Hangul, Thai, Lao, Myanmar or Khmer, its character n-grams (see _spaceless_terms)."""
+    """The BM25 terms of one lower-case word: its stem and its truncation (a Hebrew word with a
+    prefix: and those of the word without it); for a run of Han, kana, Hangul, Thai, Lao,
+    Myanmar or Khmer, its character n-grams (see _spaceless_terms)."""
     if word >= "\u0e01" and (found := _spaceless_terms(word)):  # (those scripts are from U+0E01 on)
         return found
     stemmed = stem(word)
     # An Arabic or Hindi word's truncation is its stem's: its own would start with the article,
     # or end in a vowel sign ("भेजो", "भेजें"). (From U+0600 on, other words are their own stem.)
-    return (stemmed, (stemmed if word[0] >= "\u0600" else word)[:_TRUNCATE] + "*")
+    # A Cyrillic word's is its own: forms the light stemmer leaves apart ("печать" "печ",
+    # "печати" "печат") still meet there.
+    found = (stemmed, (stemmed if word[0] >= "\u0600" else word)[:_TRUNCATE] + "*")
+    # A Hebrew word with a prefix is indexed as written and without it, not without it only:
+    # a prefix's letters also start words ("מסעדה", "לקוח"), which cut would miss "המסעדה".
+    if "\u05d0" <= word[0] <= "\u05ea" and (bare := _hebrew_bare(word)):
+        return found + (bare, bare[:_TRUNCATE] + "*")
+    return found
+
+
+# Hebrew writes "and", "the", "in", "to", "from", "that" and "as" as one letter glued to the
+# next word, and two of them together ("וה" and the, "שב" that in, "כש" when).
+_HEBREW_PREFIX_LETTERS = frozenset("ו ה ב ל מ ש כ".split())
+_HEBREW_PREFIX_PAIRS = frozenset("וה וב ול ומ וש וכ שה שב של שמ כש מה".split())
+
+
+def _hebrew_bare(word: str) -> str:
+    """`word` less its prefix, two letters or one, when MIN_STEM letters remain ("בקובץ" and
+    "שהקובץ" are "קובץ", "והצג" "הצג"); "" when none comes off."""
+    if word[:2] in _HEBREW_PREFIX_PAIRS and len(word) >= 2 + MIN_STEM:
+        return word[2:]
+    if word[0] in _HEBREW_PREFIX_LETTERS and len(word) >= 1 + MIN_STEM:
+        return word[1:]
+    return ""
 
 
 def _spaceless_terms(word: str) -> tuple[str, ...]:

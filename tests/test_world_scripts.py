@@ -1,6 +1,7 @@
 """Tool search in the scripts beyond CJK and Thai: Indic scripts (whose vowel signs are marks,
-not letters), Arabic and Persian (optional vowel marks, clitics glued to words), Cyrillic and
-Greek, Latin with accents (often typed without), and Lao, Khmer and Myanmar (no spaces).
+not letters), Arabic and Persian (optional vowel marks, clitics glued to words), Hebrew
+(prefixes glued to words), Cyrillic (inflected) and Greek, Latin with accents (often typed
+without), and Lao, Khmer and Myanmar (no spaces).
 
 The catalog is bench/data/world_tools.json (bench/search_quality.py --multilingual scores all
 of its requests); these tests pin the tokenizer rules behind it, the catalog as a whole, and
@@ -13,8 +14,8 @@ import math
 
 import pytest
 
-from bridge.search import ToolIndex
-from bridge.tokenizer import compact, split_words, terms
+from bridge.search import IndexedTool, ToolIndex
+from bridge.tokenizer import MIN_STEM, compact, split_words, stem, terms
 from search_support import WORLD_ENTRIES, first_matches_through_a_bridge, indexed
 
 
@@ -80,6 +81,78 @@ def test_persian_words_written_with_a_zero_width_non_joiner_are_one_word() -> No
     assert terms("هتل‌ها")[0] == terms("هتل")[0]  # the plural suffix goes too
 
 
+@pytest.mark.parametrize("forms", [
+    ("товар", "товара", "товаров", "товаром"),  # Russian cases and numbers: a noun
+    ("цена", "цены", "цене", "ценой"),  # ... whose truncations differ ("цена*", "цены*")
+    ("новый", "новая", "новое", "новыми"),  # an adjective
+    ("операция", "операции", "операций", "операциям"),
+    ("добавь", "добавьте", "добавить"),  # the imperative of a request, the infinitive of a description
+    ("создай", "создайте", "создать"),
+    ("записаться", "записать", "запись"),
+    ("оплати", "оплатіть", "оплатити", "оплата"),  # Ukrainian
+    ("квитки", "квитків", "квитка"),
+    ("хотел", "хотелът", "хотели", "хотелите"),  # Bulgarian, with its article
+    ("кућа", "куће", "кућу"),  # Serbian
+])
+def test_inflected_cyrillic_words_meet_at_their_stem(forms: tuple[str, ...]) -> None:
+    assert len({terms(form)[0] for form in forms}) == 1
+
+
+def test_a_cyrillic_word_keeps_its_own_truncation() -> None:
+    # A stem may end before the fourth letter ("цен"): the truncation stays the word's, so two
+    # forms the stemmer tells apart ("печать", "печати") still meet there.
+    assert terms("товаров") == ["товар", "това*"]
+    assert terms("печать")[1] == terms("печати")[1] == "печа*"
+
+
+@pytest.mark.parametrize("word", ["газ", "дня", "мама", "сеть", "путь", "дата", "ёлки", "имя", "кофе", "пиво", "ток",
+                                  "її", "ще", "хотелът", "ја", "њих", "шта", "бит"])
+def test_a_short_cyrillic_word_keeps_three_letters_and_is_cut_only_at_its_end(word: str) -> None:
+    folded = split_words(word)[0]
+    stemmed = stem(folded)
+    assert folded.startswith(stemmed)
+    assert len(stemmed) >= min(len(folded), MIN_STEM)
+
+
+@pytest.mark.parametrize(("prefixed", "bare"), [
+    ("בקובץ", "קובץ"),  # in the file
+    ("הקובץ", "קובץ"),  # the file
+    ("שהקובץ", "קובץ"),  # that the file
+    ("והצג", "הצג"),  # and show
+    ("לשלוח", "שלוח"),  # to send
+    ("בחשבון", "החשבון"),  # in the account, the account
+    ("המסעדה", "מסעדה"),  # the restaurant, a word starting with a prefix's letter
+    ("ולמסעדה", "במסעדה"),
+    ("הלקוח", "לקוח"),
+])
+def test_a_hebrew_word_meets_itself_with_a_prefix(prefixed: str, bare: str) -> None:
+    assert set(terms(prefixed)) & set(terms(bare))
+
+
+def test_a_hebrew_word_is_indexed_as_written_and_without_its_prefix() -> None:
+    assert terms("בקובץ") == ["בקובץ", "בקוב*", "קובץ", "קובץ*"]
+    assert terms("שלח") == ["שלח", "שלח*"]  # three letters: nothing comes off ("send", not "to" + two)
+    assert terms("בית") == ["בית", "בית*"]
+    assert terms("והצג")[2:] == ["הצג", "הצג*"]  # "וה" would leave two letters: only "ו" comes off
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Exports spreadsheet files", ["export", "expo*", "spreadsheet", "spre*", "fil", "file*"]),
+    ("getWeatherForecast queries", ["get", "get*", "weather", "weat*", "forecast", "fore*", "queri", "quer*"]),
+    ("bar pdf sql", ["bar", "bar*", "pdf", "pdf*", "sql", "sql*"]),
+])
+def test_english_words_keep_their_terms(text: str, expected: list[str]) -> None:
+    assert terms(text) == expected
+
+
+def test_a_request_finds_its_tool_through_an_inflected_or_prefixed_form() -> None:
+    index = ToolIndex([IndexedTool("fuel_prices", "fuel_prices", "Узнать цену бензина на заправках."),
+                       IndexedTool("find_file", "find_file", "חיפוש קובץ לפי שם."),
+                       IndexedTool("widget", "widget", "Adjust the dashboard widget.")])
+    assert [hit.key for hit in index.search("цены")] == ["fuel_prices"]
+    assert [hit.key for hit in index.search("מה כתוב בקובץ")] == ["find_file"]
+
+
 @pytest.mark.parametrize(("run", "within"), [
     ("ອາກາດມື້ນີ້", "ເບິ່ງພະຍາກອນອາກາດ"),  # Lao: "weather" inside "weather today" and "forecast"
     ("អាកាសធាតុថ្ងៃនេះ", "ពិនិត្យមើលអាកាសធាតុ"),  # Khmer, with a coeng-stacked consonant
@@ -113,6 +186,12 @@ def test_compact_folds_as_words_do() -> None:
     ("متى صلاة المغرب اليوم", "prayer_times_ar"),
     ("رزرو هتل", "book_hotel_fa"),
     ("поставь будильник на 6:30", "set_alarm_ru"),
+    ("какая погода в Москве", "weather_ru"),  # "погода" meets "погоды" at its stem
+    ("блокировка карты", "block_card_ru"),
+    ("сколько стоит поездка до аэропорта", "call_taxi_ru"),
+    ("מה היתרה בחשבון שלי", "show_balance_he"),  # "בחשבון" meets "החשבון"
+    ("מצא את הלקוח דני כהן", "find_customer_he"),
+    ("תכוון את השעון המעורר לשש", "set_alarm_he"),
     ("αποστολη μηνυματος", "send_message_el"),
     ("dat mon an giao tan noi", "order_food_vi"),
     ("pon una cancion de Shakira", "play_song_es"),
