@@ -131,7 +131,7 @@ def test_a_hebrew_word_meets_itself_with_a_prefix(prefixed: str, bare: str) -> N
 
 def test_a_hebrew_word_is_indexed_as_written_and_without_its_prefix() -> None:
     assert terms("בקובץ") == ["בקובץ", "בקוב*", "קובץ", "קובץ*"]
-    assert terms("שלח") == ["שלח", "שלח*"]  # three letters: nothing comes off ("send", not "to" + two)
+    assert terms("שלח") == ["שלח", "שלח*"]  # three letters: nothing comes off ("send", not "that" + two)
     assert terms("בית") == ["בית", "בית*"]
     assert terms("והצג")[2:] == ["הצג", "הצג*"]  # "וה" would leave two letters: only "ו" comes off
 
