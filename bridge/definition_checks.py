@@ -12,6 +12,12 @@ interval, 5 ms, each), so a busy loop stalled for a hundred milliseconds and mor
 registration. Taking turns, the loop stalls for one turn at most and does its other work between
 turns. The next turn goes to the waiting registration that has used the least time so far.
 
+The loop waits for a turn `LOOP_WAITS_SECONDS` at most. A turn that has not ended by then is
+late: its thread is waiting for a core that other processes or threads hold (the semantic tier's
+model runs on every core), and the loop would wait for the scheduler, not for the checks. So the
+loop awaits the late turn's end instead, doing its other work meanwhile; the turn's time was over
+when the loop stopped waiting, so the thread ends it at its next checkpoint or definition.
+
 A turn ends between two definitions, or in the middle of one: the validator calls a checkpoint
 every few thousand steps of work (`bridge.validation.checkpoints`), where the thread parks, the
 definition half checked, until its registration's next turn, while another thread takes the
@@ -38,6 +44,7 @@ from bridge import validation
 Checked = TypeVar("Checked")
 
 TURN_SECONDS = 0.002
+LOOP_WAITS_SECONDS = 2 * TURN_SECONDS  # for a turn's end; past it the turn is late and the loop awaits it
 MOST_THREADS = 8  # held at once on one loop: the running one, the others each hold a paused definition
 IDLE_THREADS = 2  # kept for the next registrations; more are stopped once idle
 PARKED_POLL_SECONDS = 1.0  # how often a parked thread checks that its loop still runs
@@ -155,6 +162,9 @@ class Checks(Generic[Checked]):
         self._thread: _Thread | None = None  # held while a definition is paused mid-check
         self._wake: queue.SimpleQueue[bool] = queue.SimpleQueue()  # to the parked thread: go on, or drop
         self._ended: queue.SimpleQueue[tuple[bool, BaseException | None]] = queue.SimpleQueue()  # turns' ends
+        self._late: asyncio.Future[None] | None = None  # awaited by the loop for a late turn's end
+        self._late_lock = threading.Lock()
+        self._in_turn = False  # the thread has a turn whose end the loop has not taken yet
         self._ends = 0.0  # of the thread's turn
         self._dropped = False
 
@@ -170,7 +180,7 @@ class Checks(Generic[Checked]):
                 await turns.take(used, holding=self._thread is not None)
                 started = time.perf_counter()
                 try:
-                    self._take_turn()
+                    await self._take_turn()
                 finally:
                     turns.give()
                 used += time.perf_counter() - started
@@ -179,23 +189,47 @@ class Checks(Generic[Checked]):
             raise
         return self._done
 
-    def _take_turn(self) -> None:
-        """One turn, on a thread taken for it or on the one parked mid-definition; the loop waits
-        for it (the thread parks at a checkpoint or between definitions within the turn)."""
+    async def _take_turn(self) -> None:
+        """One turn, on a thread taken for it or on the one parked mid-definition (the thread
+        parks at a checkpoint or between definitions once the turn's time is over)."""
+        self._ends = time.perf_counter() + TURN_SECONDS
+        self._in_turn = True
         if self._thread is None:
             self._thread = self._turns.hold_thread()
             self._thread.orders.put(self._turn)
         else:
             self._wake.put(True)
-        self._turn_ended(*self._ended.get())
+        self._turn_ended(*await self._end_of_turn())
+
+    async def _end_of_turn(self) -> tuple[bool, BaseException | None]:
+        try:
+            return self._ended.get(timeout=LOOP_WAITS_SECONDS)
+        except queue.Empty:
+            pass
+        late = self._loop.create_future()
+        with self._late_lock:  # the thread, ending the turn, wakes the loop only if it is told to
+            if self._ended.empty():
+                self._late = late
+        if self._late is late:
+            await late
+        return self._ended.get_nowait()
 
     def _drop(self) -> None:
         self._dropped = True
-        if self._thread is not None:  # parked: let it unwind, then let its thread go
+        with self._late_lock:
+            self._late = None
+        if self._thread is None:
+            return
+        if not self._in_turn:  # parked between turns: let it unwind
             self._wake.put(False)
-            self._turn_ended(*self._ended.get())
+        paused, error = self._ended.get()
+        if paused:  # a late turn parked before it saw the drop
+            self._wake.put(False)
+            paused, error = self._ended.get()
+        self._turn_ended(paused, error)
 
     def _turn_ended(self, paused: bool, error: BaseException | None) -> None:
+        self._in_turn = False
         if not paused:
             assert self._thread is not None
             self._turns.release_thread(self._thread)
@@ -207,7 +241,6 @@ class Checks(Generic[Checked]):
 
     def _turn(self) -> None:
         """From the next item on, until the turn is over (at least one item, unless dropped)."""
-        self._ends = time.perf_counter() + TURN_SECONDS
         error: BaseException | None = None
         orphaned = False
         try:
@@ -226,7 +259,7 @@ class Checks(Generic[Checked]):
             assert self._thread is not None
             _threads.put(self._thread)
         else:
-            self._ended.put((False, error))
+            self._end_turn(False, error)
 
     def _checkpoint(self) -> None:
         """Called by the validator every few thousand steps: the turn may end here."""
@@ -234,7 +267,7 @@ class Checks(Generic[Checked]):
             raise _Dropped
         if time.perf_counter() < self._ends:
             return
-        self._ended.put((True, None))
+        self._end_turn(True, None)
         while True:  # parked until the registration's next turn
             try:
                 go_on = self._wake.get(timeout=PARKED_POLL_SECONDS)
@@ -244,7 +277,21 @@ class Checks(Generic[Checked]):
                     raise _Orphaned from None
         if not go_on:
             raise _Dropped
-        self._ends = time.perf_counter() + TURN_SECONDS
+
+    def _end_turn(self, paused: bool, error: BaseException | None) -> None:
+        with self._late_lock:
+            self._ended.put((paused, error))
+            late, self._late = self._late, None
+        if late is not None:
+            try:
+                self._loop.call_soon_threadsafe(_settle, late)
+            except RuntimeError:  # the loop is closed: nobody awaits the end any more
+                pass
+
+
+def _settle(late: asyncio.Future[None]) -> None:
+    if not late.done():
+        late.set_result(None)
 
 
 class _Orphaned(_Dropped):

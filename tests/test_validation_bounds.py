@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from bridge import schemas, validation
+from bridge import definition_checks, schemas, validation
 from bridge.catalog import check_definition
 from bridge.definition_checks import IDLE_THREADS, MOST_THREADS, Checks
 from bridge.messages import ProtocolError, parse_page_message
@@ -376,10 +376,13 @@ async def test_a_small_definition_is_checked_while_a_large_one_is_half_checked()
     assert registrations.large_rounds < 20
 
 
-async def test_definitions_are_checked_only_while_the_loop_waits_between_its_own_work():
+async def test_definitions_are_checked_only_while_the_loop_waits_between_its_own_work(monkeypatch):
     """A checking thread running beside the loop takes the interpreter from it at every switch
     interval, stalling every page and agent of the process: so the loop hands the checks turns and
-    waits for each to end, and does its own work between turns, never during one."""
+    waits for each to end, and does its own work between turns, never during one. (A turn that
+    ends late is the next test's: the loop's patience is made long here, so that a turn this
+    shared machine delays cannot decide this one.)"""
+    monkeypatch.setattr(definition_checks, "LOOP_WAITS_SECONDS", 60.0)
     loop_working = False
     seen_during_loop_work = 0
     loop_steps_during_checks = 0
@@ -408,6 +411,44 @@ async def test_definitions_are_checked_only_while_the_loop_waits_between_its_own
     assert checks.result() == list(range(400))
     assert seen_during_loop_work == 0
     assert loop_steps_during_checks >= 2  # the loop was not held for the whole registration either
+
+
+def sleeping_check(finished: list[str]) -> Any:
+    """A check whose "slow" item takes 1.5 s of wall time without a checkpoint, as a checking
+    thread does when it waits for a core other threads hold."""
+    def check(item: str) -> str:
+        if item == "slow":
+            time.sleep(1.5)
+        finished.append(item)
+        return item
+    return check
+
+
+async def test_a_turn_that_ends_late_does_not_hold_the_loop():
+    """The loop waits for a turn a few milliseconds at most; a turn still running then is awaited
+    while the loop does its other work. No other turn starts before it ends."""
+    finished: list[str] = []
+    check = sleeping_check(finished)
+    async with probed() as probe:
+        slow = asyncio.create_task(Checks(["slow", "next"], check).run())
+        await asyncio.sleep(0.05)
+        small = asyncio.create_task(Checks(["small"], check).run())
+        assert await slow == ["slow", "next"] and await small == ["small"]
+    assert probe.longest < LAG_BOUND, probe.longest  # 1.5 s when the loop waited for the turn's end
+    assert finished.index("slow") < finished.index("small")
+
+
+async def test_a_registration_dropped_during_a_late_turn_lets_its_thread_go():
+    finished: list[str] = []
+    check = sleeping_check(finished)
+    slow = asyncio.create_task(Checks(["slow", "never"], check).run())
+    await asyncio.sleep(0.05)
+    slow.cancel()  # its page went away while the turn was late
+    with pytest.raises(asyncio.CancelledError):
+        await slow
+    assert finished == ["slow"]  # the item in hand was finished; the next was not begun
+    assert await Checks(["after"], check).run() == ["after"]  # the turn was given back
+    await eventually(lambda: sum(t.name == "definition-checks" for t in threading.enumerate()) <= IDLE_THREADS)
 
 
 async def test_at_most_so_many_registrations_hold_a_definition_paused():
