@@ -23,8 +23,9 @@ step at a time, then AutoCut variants are compared. With the semantic-test extra
 int8 all-MiniLM-L6-v2) or --model/--model-path, a hybrid row follows (--tiers: fusion
 variants). --split dev|test scores one half of the rows (split by a hash of the request;
 a step goes with its task), so parameters can be chosen on one half and checked on the
-other. The multilingual table (bench/data/multilingual_tools.json: Chinese, Japanese,
-Korean, Thai and a few English tools, with requests in those languages and mixed) follows,
+other. The multilingual table (bench/data/multilingual_tools.json: Chinese (Simplified and
+Traditional), Japanese, Korean, Thai and a few English tools, with requests in those languages,
+mixed, and in the other Chinese script than the tool's) follows,
 then the world table (bench/data/world_tools.json: Hindi, Bengali, Tamil, Arabic, Persian,
 Hebrew, Russian, Ukrainian, Bulgarian, Greek, Vietnamese, Spanish, French, German, Turkish,
 Lao, Khmer and Myanmar tools, with requests in their language, some typed without accents).
@@ -507,18 +508,21 @@ _LATIN = re.compile("[A-Za-z\uff21-\uff3a\uff41-\uff5a]")
 
 def load_multilingual(path: Path = MULTILINGUAL) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
     """The catalog's tools, and its requests as (query, gold tool, groups): the tool's language
-    ("zh", "ja", "ko", "th", "en"), "CJK" for the first three, "mixed" for a request written in
-    Latin letters and one of those scripts."""
+    ("zh", "zh-Hant", "ja", "ko", "th", "en"), "CJK" for the first four, "mixed" for a request
+    written in Latin letters and one of those scripts, "T/S" for one written in the other Chinese
+    script than its tool (an entry's other_script_queries)."""
     catalog = json.loads(path.read_text())["tools"]
     tools = list(map(_catalog_tool, catalog))
     rows = []
     for entry in catalog:
-        for query in entry["queries"]:
+        for query in entry["queries"] + entry.get("other_script_queries", []):
             groups = {entry["lang"], "all"}
-            if entry["lang"] in ("zh", "ja", "ko"):
+            if entry["lang"] in ("zh", "zh-Hant", "ja", "ko"):
                 groups.add("CJK")
             if _SPACELESS.search(query) and _LATIN.search(query):
                 groups.add("mixed")
+            if query in entry.get("other_script_queries", ()):
+                groups.add("T/S")
             rows.append((query, entry["name"], groups))
     return tools, rows
 
@@ -534,7 +538,7 @@ def _schema(parameters: dict[str, str]) -> dict:
     return {"type": "object", "properties": properties}
 
 
-MULTILINGUAL_GROUPS = ["zh", "ja", "ko", "th", "en", "mixed", "CJK", "all"]
+MULTILINGUAL_GROUPS = ["zh", "zh-Hant", "ja", "ko", "th", "en", "mixed", "T/S", "CJK", "all"]
 
 
 def multilingual_table(path: Path = MULTILINGUAL) -> None:
