@@ -13,8 +13,9 @@ makes them, and its characters: "确认转账" is 确认 认转 转账 确 认 �
 确认 (a run of Thai, Lao, Myanmar or Khmer: the bigrams of its character clusters). Latin
 words in the same text keep the English treatment. Text that is not ASCII is folded first:
 NFKC ("ＧｉｔＨｕｂ" is "GitHub", half-width "ｶﾅ" is "カナ"), accents and optional vowel
-points dropped ("café" meets "cafe"), case-folded; the vowel signs of Indic scripts stay in
-their words ("हिन्दी" is one word).
+points dropped ("café" meets "cafe"), Traditional Chinese characters written Simplified
+("天氣預報" meets "天气"), case-folded; the vowel signs of Indic scripts stay in their words
+("हिन्दी" is one word).
 
 `script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
 reads only those of the languages it was trained on (bridge.semantic.covered_scripts).
@@ -25,7 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Container, Iterable, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import chain
 
 __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
@@ -60,6 +61,7 @@ def _is_mark(character: str) -> bool:
     return unicodedata.category(character)[0] == "M"
 
 
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # the Han ideographs' blocks
 # Letters of the scripts written without spaces. Han, kana and Hangul in one class: Japanese
 # mixes the first three in a word ("予定を追加"). Ideographic punctuation (、。「」・) is not in
 # it and separates runs, as other punctuation does.
@@ -68,7 +70,7 @@ _CJK = ("\u1100-\u11ff"  # Hangul jamo
         "\u3041-\u3096\u3099-\u309f"  # hiragana
         "\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"  # katakana, ー
         "\u3131-\u318e"  # Hangul compatibility jamo
-        "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
+        f"{_HAN}"  # Han
         "\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff")  # Hangul syllables
 # Thai, Lao, Myanmar and Khmer: their letters with their vowel and tone marks (marks are not
 # \w: without them a word would break at every one).
@@ -104,6 +106,7 @@ _WORD_ANY = re.compile(rf"[{_UPPER}]?{_SPACED}+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}
                        rf"|[{_CJK}]+|[{_SOUTHEAST}]+")
 _LETTERS_AND_DIGITS_ANY = re.compile(rf"(?:[^\W_{_SPACELESS}]|[{_MARKS}])+|[{_CJK}]+|[{_SOUTHEAST}]+")
 _IS_CJK = re.compile(f"[{_CJK}]")
+_IS_HAN = re.compile(f"[{_HAN}]")
 _IS_SOUTHEAST = re.compile(f"[{_SOUTHEAST}]")
 _IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
 # A character cluster of Thai, Lao, Myanmar or Khmer: the vowels written before their
@@ -133,11 +136,28 @@ def split_words(text: str) -> list[str]:
 
 def _fold(text: str) -> str:
     """`text` NFKC-normalised ("ＧｉｔＨｕｂ" is "GitHub", "ｶﾅ" "カナ"), less its folded marks and
-    invisible joiners (_DROPPED), its stroked and variant letters written plain (_FOLDED_LETTERS):
-    "Café" is "Cafe", "Đặt" "Dat", "مَلَف" "ملف". split_words then case-folds each word
-    ("Straße" and "STRASSE" meet)."""
+    invisible joiners (_DROPPED), its stroked and variant letters written plain (_FOLDED_LETTERS),
+    its Traditional Chinese characters Simplified (_simplified): "Café" is "Cafe", "Đặt" "Dat",
+    "مَلَف" "ملف", "天氣" "天气". split_words then case-folds each word ("Straße" and "STRASSE" meet)."""
     folded = unicodedata.normalize("NFC", _DROPPED.sub("", unicodedata.normalize("NFKD", text)))
-    return _FOLDED_LETTER.sub(lambda letter: _FOLDED_LETTERS[letter[0]], folded)
+    folded = _FOLDED_LETTER.sub(lambda letter: _FOLDED_LETTERS[letter[0]], folded)
+    return folded.translate(_simplified()) if _IS_HAN.search(folded) else folded
+
+
+@cache
+def _simplified() -> dict[int, int]:
+    """str.translate's table from each Traditional Chinese character to its Simplified form,
+    character for character, as OpenCC's character table gives them (bridge/data/
+    traditional_to_simplified.txt; no phrases): a page in Taiwan or Hong Kong describes "天氣預報",
+    a user asks "天气". Only Han characters are in it: kana, Hangul and every other letter stay as
+    written. Japanese kanji it holds ("東", "時") are folded too, in tools and requests alike: a
+    request in kanji alone ("営業時間") cannot be told from Chinese, and must still meet the
+    description's kanji among kana. Read at the first Han text, not at import."""
+    from pathlib import Path
+
+    lines = Path(__file__).with_name("data").joinpath("traditional_to_simplified.txt").read_text("utf-8").splitlines()
+    pairs = "".join(line for line in lines if not line.startswith("#"))  # Traditional, Simplified, ...
+    return str.maketrans(pairs[0::2], pairs[1::2])
 
 
 def _kept(word: str) -> bool:

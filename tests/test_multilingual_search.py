@@ -56,6 +56,11 @@ def test_chinese_requests(catalog: ToolIndex, query: str, expected: str) -> None
     ("予定を追加", "add_calendar_event_jp"),
     ("この文を英語に訳して", "translate_jp"),
     ("ﾘﾏｲﾝﾀﾞｰ", "set_reminder"),  # half-width katakana, NFKC makes it リマインダー
+    # Kanji alone, where the description has kana around them: 週, 間, 報, 営 and 時 are folded
+    # as Traditional Chinese characters are, the same way in tool and request.
+    ("週間予報", "get_weather_jp"),
+    ("営業時間", "search_restaurants"),
+    ("記事 要約", "summarize_page"),
 ])
 def test_japanese_requests(catalog: ToolIndex, query: str, expected: str) -> None:
     assert keys(catalog.search(query))[0] == expected
@@ -110,7 +115,48 @@ def test_most_requests_of_the_catalog_find_their_tool_in_the_top_five(catalog: T
     assert sum(rank <= 5 for rank in ranks) / len(ranks) >= 0.8
 
 
+@pytest.mark.parametrize(("query", "expected"), [
+    # Simplified requests for tools a Taiwan or Hong Kong page describes in Traditional characters
+    ("预约明天下午的门诊", "book_clinic_appointment"),  # 預約門診
+    ("缴电费", "pay_electricity_bill"),  # 繳納電費
+    ("把文件上传到云盘", "upload_to_cloud_drive"),  # 上傳到雲端硬碟
+    # and Traditional requests for tools described in Simplified ones
+    ("轉帳前先跟我確認", "confirm_transfer"),  # 确认: 帳 is not 账, but 確認 is 确认
+    ("在行事曆新增一個會議", "create_calendar_event"),
+])
+def test_traditional_and_simplified_requests_find_tools_in_the_other_script(catalog: ToolIndex, query: str,
+                                                                            expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
+
+
+def test_a_traditional_request_finds_a_simplified_tool_and_the_reverse() -> None:
+    index = ToolIndex([
+        IndexedTool("weather", "weather", "查詢城市的天氣預報"),  # as a page in Taiwan writes it
+        IndexedTool("history", "history", "查询账户最近的转账记录"),
+        IndexedTool("tickets", "tickets", "预订今天的电影票"),  # 天 and 预 as the request writes them
+        IndexedTool("notes", "notes", "保存一條筆記"),  # 記 as the request writes it
+    ])
+    assert keys(index.search("天气预报"))[0] == "weather"
+    assert keys(index.search("轉賬記錄"))[0] == "history"
+
+
 # --- the tokenizer ---------------------------------------------------------------------------
+
+
+def test_traditional_characters_are_folded_to_simplified_ones() -> None:
+    assert terms("天氣") == terms("天气") == ["天气", "天", "气"]
+    assert split_words("查詢城市的天氣預報") == split_words("查询城市的天气预报") == ["查询城市的天气预报"]
+    assert split_words("用GitHub建立發票") == ["用", "git", "hub", "建立发票"]
+    assert compact("天氣 App") == compact("天气 App") == "天气app"
+
+
+def test_kana_hangul_and_latin_text_are_not_folded() -> None:
+    assert split_words("ひらがなとカタカナ") == ["ひらがなとカタカナ"]
+    assert split_words("날씨를 알려 줍니다") == ["날씨를", "알려", "줍니다"]
+    assert split_words("Weather forecast, café") == ["weather", "forecast", "cafe"]
+    # Japanese kanji that are also Traditional characters fold with them (東, 時), kana stay.
+    assert split_words("東京の時間") == ["东京の时间"]
+
 
 
 def test_a_han_run_is_one_word_and_its_terms_are_bigrams_and_characters() -> None:

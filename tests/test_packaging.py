@@ -119,6 +119,14 @@ async def test_mcp_server_info_reports_the_package_version():
         assert client.server_info.version == bridge.__version__
 
 
+def test_the_wheel_carries_the_chinese_folding_table(installed):
+    # Tool search folds Traditional Chinese characters to Simplified ones with a table the package ships.
+    probe = ("import json; from bridge.tokenizer import terms; "
+             "print(json.dumps([terms('查詢天氣'), terms('查询天气')], ensure_ascii=False))")
+    traditional, simplified = json.loads(check(installed.python, "-c", probe, cwd=installed.workdir))
+    assert traditional == simplified == ["查询", "询天", "天气", "查", "询", "天", "气"]
+
+
 JAVASCRIPT = {"text/javascript", "application/javascript"}
 
 
