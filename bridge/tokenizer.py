@@ -61,7 +61,6 @@ def _is_mark(character: str) -> bool:
     return unicodedata.category(character)[0] == "M"
 
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # the Han ideographs' blocks
 # Letters of the scripts written without spaces. Han, kana and Hangul in one class: Japanese
 # mixes the first three in a word ("予定を追加"). Ideographic punctuation (、。「」・) is not in
 # it and separates runs, as other punctuation does.
@@ -70,7 +69,7 @@ _CJK = ("\u1100-\u11ff"  # Hangul jamo
         "\u3041-\u3096\u3099-\u309f"  # hiragana
         "\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"  # katakana, ー
         "\u3131-\u318e"  # Hangul compatibility jamo
-        f"{_HAN}"  # Han
+        "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
         "\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff")  # Hangul syllables
 # Thai, Lao, Myanmar and Khmer: their letters with their vowel and tone marks (marks are not
 # \w: without them a word would break at every one).
@@ -106,7 +105,6 @@ _WORD_ANY = re.compile(rf"[{_UPPER}]?{_SPACED}+|[{_UPPER}0-9]+(?![^\W\d_{_UPPER}
                        rf"|[{_CJK}]+|[{_SOUTHEAST}]+")
 _LETTERS_AND_DIGITS_ANY = re.compile(rf"(?:[^\W_{_SPACELESS}]|[{_MARKS}])+|[{_CJK}]+|[{_SOUTHEAST}]+")
 _IS_CJK = re.compile(f"[{_CJK}]")
-_IS_HAN = re.compile(f"[{_HAN}]")
 _IS_SOUTHEAST = re.compile(f"[{_SOUTHEAST}]")
 _IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
 # A character cluster of Thai, Lao, Myanmar or Khmer: the vowels written before their
@@ -141,7 +139,9 @@ def _fold(text: str) -> str:
     "مَلَف" "ملف", "天氣" "天气". split_words then case-folds each word ("Straße" and "STRASSE" meet)."""
     folded = unicodedata.normalize("NFC", _DROPPED.sub("", unicodedata.normalize("NFKD", text)))
     folded = _FOLDED_LETTER.sub(lambda letter: _FOLDED_LETTERS[letter[0]], folded)
-    return folded.translate(_simplified()) if _IS_HAN.search(folded) else folded
+    # Any CJK text, not Han alone: the table maps nothing but Han, and one more regex class over
+    # the ideographs' blocks would be compiled at every import, a cost the lazy table avoids.
+    return folded.translate(_simplified()) if _IS_CJK.search(folded) else folded
 
 
 @cache
@@ -152,7 +152,7 @@ def _simplified() -> dict[int, int]:
     a user asks "天气". Only Han characters are in it: kana, Hangul and every other letter stay as
     written. Japanese kanji it holds ("東", "時") are folded too, in tools and requests alike: a
     request in kanji alone ("営業時間") cannot be told from Chinese, and must still meet the
-    description's kanji among kana. Read at the first Han text, not at import."""
+    description's kanji among kana. Read at the first text in Han, kana or Hangul, not at import."""
     from pathlib import Path
 
     lines = Path(__file__).with_name("data").joinpath("traditional_to_simplified.txt").read_text("utf-8").splitlines()
