@@ -381,9 +381,18 @@ class EmbeddingWorker:
                 if len(self._queries) >= _QUERIES_KEPT:
                     del self._queries[next(iter(self._queries))]
                 self._queries[text] = vector
+        # One loop turn per answer: each search goes on from here with its part of the work on the
+        # loop (the product with the tools' vectors, the fusion, its MCP answer), and a batch's
+        # searches all in one turn would hold the loop for all of them at once.
+        answers: dict[asyncio.AbstractEventLoop, deque[tuple[asyncio.Future[Any], Any]]] = {}
         for vector, its_waiters in zip(vectors, waiters):
-            for waiter in its_waiters:
-                _answer(waiter, vector, None)
+            for loop, future in its_waiters:
+                answers.setdefault(loop, deque()).append((future, vector))
+        for loop, its_answers in answers.items():
+            try:
+                loop.call_soon_threadsafe(_settle_in_turns, loop, its_answers)
+            except RuntimeError:  # that loop is closed: nobody waits any more
+                pass
 
     def _vectors_of(self, texts: list[str]) -> np.ndarray:
         embedder = self._embedder()
@@ -410,6 +419,14 @@ def _answer(waiter: Waiter, result: Any, error: BaseException | None) -> None:
         loop.call_soon_threadsafe(_settle, future, result, error)
     except RuntimeError:  # that loop is closed: nobody waits any more
         pass
+
+
+def _settle_in_turns(loop: asyncio.AbstractEventLoop, answers: deque[tuple[asyncio.Future[Any], Any]]) -> None:
+    """On the loop: settle the first answer's future, and the next in the loop's next turn."""
+    future, result = answers.popleft()
+    _settle(future, result, None)
+    if answers:
+        loop.call_soon(_settle_in_turns, loop, answers)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

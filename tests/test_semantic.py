@@ -762,6 +762,38 @@ async def test_queries_waiting_for_the_model_are_embedded_together(monkeypatch):
         embedder.release.set()
 
 
+async def test_the_queries_of_one_model_call_go_on_each_in_a_loop_turn_of_its_own():
+    """What a search does after its query's vector comes (the product with the tools' vectors, the
+    fusion, its answer) runs on the loop: the searches of one model call going on in one loop turn
+    would hold the loop for all of them, so each goes on in a turn of its own."""
+    embedder = HeldQueries()
+    loop, turn = asyncio.get_running_loop(), 0
+
+    def count_turn() -> None:  # once a loop turn
+        nonlocal turn
+        turn += 1
+        if not all(search.done() for search in searches):
+            loop.call_soon(count_turn)
+
+    async def search(query: str) -> int:
+        await embed_query(embedder, query)
+        return turn  # the turn its search went on in
+
+    queries = ["rain", "send mail", "play a song", "book a flight", "weather now", "a message to Bob"]
+    try:
+        searches = [asyncio.create_task(search(queries[0]))]
+        await eventually(lambda: embedder.calls)  # the first query is in the model; the others wait
+        searches += [asyncio.create_task(search(query)) for query in queries[1:]]
+        await eventually(lambda: bridge.semantic.worker_for(embedder).queries_waiting == len(queries) - 1)
+        count_turn()
+        embedder.release.set()
+        turns = await asyncio.wait_for(asyncio.gather(*searches), 10)
+    finally:
+        embedder.release.set()
+    assert len(embedder.calls) == 2 and len(embedder.calls[1]) == len(queries) - 1  # one call for the five
+    assert len(set(turns[1:])) == len(queries) - 1, turns
+
+
 _LOAD_AND_COUNT = """
 import asyncio, gc, sys
 import bridge.app  # what the bridge imports before serving
