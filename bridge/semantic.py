@@ -43,7 +43,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -80,9 +80,11 @@ class Embedder(Protocol):
     """What the index needs of a model. Vectors are float32 and L2-normalised, so a dot
     product is the cosine. Both methods run on the embedder's worker threads (EmbeddingWorker),
     never on the event loop. An embedder may also have `embed_queries(texts)`, many queries in
-    one call, which the worker then uses for the queries waiting together; `scripts`, the
-    scripts of the languages it was trained on (see covered_scripts); and `similarity_floor`,
-    the cosine it gives unrelated texts (see similarity_floor)."""
+    one call, which the worker then uses for the queries waiting together; `query_parts(texts)`,
+    the same call by call (each call's positions and vectors), so that the worker answers each
+    call's queries as it ends; `scripts`, the scripts of the languages it was trained on (see
+    covered_scripts); and `similarity_floor`, the cosine it gives unrelated texts (see
+    similarity_floor)."""
 
     name: str
 
@@ -129,25 +131,29 @@ class FastEmbedEmbedder:
         every text to its longest, and a tool's name (a few words) in a call with descriptions
         would cost as much as one."""
         texts, lengths = self._tokens(list(texts), cut=None)
-        return self._embedded(self._model.passage_embed, texts, lengths)
+        return _joined(len(texts), self._embedded(self._model.passage_embed, texts, lengths))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """embed_query of many texts: each cut to QUERY_TOKENS tokens, in model calls of
         queries of about one length (`length_groups`)."""
+        return _joined(len(texts), self.query_parts(texts))
+
+    def query_parts(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """embed_queries call by call, the shortest queries' call first: each call's positions
+        in `texts` and their vectors, so that short queries are answered before a long one's
+        call is made."""
         texts, lengths = self._tokens(list(texts), cut=QUERY_TOKENS)
         return self._embedded(self._model.query_embed, texts, lengths)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_queries([text])[0]
 
-    def _embedded(self, embed: Callable[..., Any], texts: list[str], lengths: list[int]) -> np.ndarray:
-        vectors: np.ndarray | None = None
+    @staticmethod
+    def _embedded(embed: Callable[..., Any], texts: list[str],
+                  lengths: list[int]) -> Iterator[tuple[list[int], np.ndarray]]:
         for group in length_groups(lengths):
             embedded = np.asarray(list(embed([texts[at] for at in group], batch_size=len(group))), dtype=np.float32)
-            if vectors is None:
-                vectors = np.empty((len(texts), embedded.shape[1]), dtype=np.float32)
-            vectors[group] = embedded
-        return _normalised(vectors) if vectors is not None else np.zeros((0, 0), dtype=np.float32)
+            yield group, _normalised(embedded)
 
     def _tokens(self, texts: list[str], cut: int | None) -> tuple[list[str], list[int]]:
         """Each text's tokens (the model's markers included), the texts past `cut` tokens cut
@@ -189,6 +195,16 @@ def length_groups(lengths: Sequence[int], largest: int = 64) -> list[list[int]]:
         groups.append(order[cut[end]:end])
         end = cut[end]
     return groups[::-1]
+
+
+def _joined(count: int, parts: Iterable[tuple[list[int], np.ndarray]]) -> np.ndarray:
+    """The vectors of `count` texts, from the parts that hold them (positions, vectors)."""
+    vectors: np.ndarray | None = None
+    for positions, embedded in parts:
+        if vectors is None:
+            vectors = np.empty((count, embedded.shape[1]), dtype=np.float32)
+        vectors[positions] = embedded
+    return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -366,50 +382,63 @@ class EmbeddingWorker:
 
     def _embed_queries(self, texts: list[str], waiters: list[list[Waiter]]) -> None:
         started = time.perf_counter()
+        unanswered = set(range(len(texts)))
         try:
-            vectors = self._vectors_of(texts)
-        except BaseException as exc:  # handed to every waiter; the thread goes on
-            for its_waiters in waiters:
-                for waiter in its_waiters:
+            for positions, vectors in self._query_parts(texts):
+                with self._lock:  # counted before the answers, which a caller may read them after
+                    self.costs.queries += len(positions)
+                    self.costs.batches += len(unanswered) == len(texts)
+                    self.costs.model += time.perf_counter() - started
+                    for at, vector in zip(positions, vectors):
+                        if len(self._queries) >= _QUERIES_KEPT:
+                            del self._queries[next(iter(self._queries))]
+                        self._queries[texts[at]] = vector
+                _answer_in_turns([(waiter, vector) for at, vector in zip(positions, vectors) for waiter in waiters[at]])
+                unanswered.difference_update(positions)
+                started = time.perf_counter()
+        except BaseException as exc:  # handed to every waiter not answered yet; the thread goes on
+            for at in unanswered:
+                for waiter in waiters[at]:
                     _answer(waiter, None, exc)
-            return
-        with self._lock:
-            self.costs.queries += len(texts)
-            self.costs.batches += 1
-            self.costs.model += time.perf_counter() - started
-            for text, vector in zip(texts, vectors):
-                if len(self._queries) >= _QUERIES_KEPT:
-                    del self._queries[next(iter(self._queries))]
-                self._queries[text] = vector
-        # One loop turn per answer: each search goes on from here with its part of the work on the
-        # loop (the product with the tools' vectors, the fusion, its MCP answer), and a batch's
-        # searches all in one turn would hold the loop for all of them at once.
-        answers: dict[asyncio.AbstractEventLoop, deque[tuple[asyncio.Future[Any], Any]]] = {}
-        for vector, its_waiters in zip(vectors, waiters):
-            for loop, future in its_waiters:
-                answers.setdefault(loop, deque()).append((future, vector))
-        for loop, its_answers in answers.items():
-            try:
-                loop.call_soon_threadsafe(_settle_in_turns, loop, its_answers)
-            except RuntimeError:  # that loop is closed: nobody waits any more
-                pass
 
-    def _vectors_of(self, texts: list[str]) -> np.ndarray:
+    def _query_parts(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """The queries' vectors, a model call at a time when the embedder says how it splits
+        them (`query_parts`), so that short queries need not wait for a long one's call."""
         embedder = self._embedder()
         if embedder is None:
             raise SemanticSearchUnavailable("the embedding model was dropped")
-        many = getattr(embedder, "embed_queries", None)
-        if many is not None:
-            vectors = np.asarray(many(texts), dtype=np.float32)
-        else:
-            vectors = np.stack([np.asarray(embedder.embed_query(text), dtype=np.float32) for text in texts])
-        if len(vectors) != len(texts):
-            raise ValueError(f"the model gave {len(vectors)} vectors for {len(texts)} queries")
-        return vectors
+        parts = getattr(embedder, "query_parts", None)
+        found = parts(texts) if parts is not None else [(list(range(len(texts))), _all_queries(embedder, texts))]
+        for positions, vectors in found:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if len(vectors) != len(positions):
+                raise ValueError(f"the model gave {len(vectors)} vectors for {len(positions)} queries")
+            yield positions, vectors
 
     def close(self) -> None:
         """Let the thread end once what it runs is done."""
         self._thread.shutdown(wait=False)
+
+
+def _all_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """The vectors of `texts`, in one call when the embedder takes many queries at once."""
+    many = getattr(embedder, "embed_queries", None)
+    return many(texts) if many is not None else np.stack([embedder.embed_query(text) for text in texts])
+
+
+def _answer_in_turns(answers: list[tuple[Waiter, Any]]) -> None:
+    """Settle the waiters' futures with their vectors, on each one's loop one per loop turn: each
+    search goes on from there with its part of the work on the loop (the product with the tools'
+    vectors, the fusion, its MCP answer), and a batch's searches all in one turn would hold the
+    loop for all of them at once."""
+    by_loop: dict[asyncio.AbstractEventLoop, deque[tuple[asyncio.Future[Any], Any]]] = {}
+    for (loop, future), vector in answers:
+        by_loop.setdefault(loop, deque()).append((future, vector))
+    for loop, its_answers in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle_in_turns, loop, its_answers)
+        except RuntimeError:  # that loop is closed: nobody waits any more
+            pass
 
 
 def _answer(waiter: Waiter, result: Any, error: BaseException | None) -> None:

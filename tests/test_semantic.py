@@ -487,6 +487,11 @@ def test_the_real_model_cuts_a_long_query_and_embeds_queries_of_mixed_lengths_as
     # Both are read up to QUERY_TOKENS tokens, which the phrase repeated fills alike.
     assert np.allclose(together[1], together[3], atol=1e-5)
     assert not np.allclose(together[1], minilm.embed_query(phrase * 5), atol=1e-3)
+    # Call by call, the short queries' call first, for the worker to answer them before the long ones' call.
+    parts = list(minilm.query_parts(queries))
+    assert [sorted(positions) for positions, _ in parts] == [[0, 2, 4], [1, 3]]
+    for positions, vectors in parts:
+        assert np.allclose(vectors, alone[positions], atol=1e-5)
 
 
 class RecordingCalls:
@@ -792,6 +797,50 @@ async def test_the_queries_of_one_model_call_go_on_each_in_a_loop_turn_of_its_ow
         embedder.release.set()
     assert len(embedder.calls) == 2 and len(embedder.calls[1]) == len(queries) - 1  # one call for the five
     assert len(set(turns[1:])) == len(queries) - 1, turns
+
+
+class HeldLongQueries(WordHashEmbedder):
+    """A stand-in model that embeds queries call by call (`query_parts`), short ones first. Its
+    first call waits for `started`; its call of long queries, for `release`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release = threading.Event(), threading.Event()
+        self.calls: list[list[str]] = []
+
+    def query_parts(self, texts: Sequence[str]):
+        short = [at for at, text in enumerate(texts) if len(text) < 40]
+        for group in (short, [at for at in range(len(texts)) if at not in short]):
+            if group:
+                self.calls.append([texts[at] for at in group])
+                assert (self.release if len(texts[group[0]]) >= 40 else self.started).wait(20), "never released"
+                yield group, np.stack([self._vector(texts[at]) for at in group])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:  # for a worker that calls them all at once
+        vectors = np.zeros((len(texts), 64), dtype=np.float32)
+        for positions, part in self.query_parts(texts):
+            vectors[positions] = part
+        return vectors
+
+
+async def test_short_queries_are_answered_before_a_long_one_of_the_same_model_call_is_embedded():
+    embedder = HeldLongQueries()
+    long_query = "export the quarterly invoices of our customers as pdf files " * 4
+    worker = bridge.semantic.worker_for(embedder)
+    try:
+        first = asyncio.create_task(embed_query(embedder, "rain"))
+        await eventually(lambda: embedder.calls)  # in the model: the next two wait, to be taken together
+        short, long = (asyncio.create_task(embed_query(embedder, text)) for text in ("send mail", long_query))
+        await eventually(lambda: worker.queries_waiting == 2)
+        embedder.started.set()
+        await asyncio.wait_for(asyncio.gather(first, short), 10)  # while the long query's call is held
+        await eventually(lambda: len(embedder.calls) == 3)
+        assert not long.done() and embedder.calls[1:] == [["send mail"], [long_query]]
+        embedder.release.set()
+        assert (await asyncio.wait_for(long, 10)).shape == (64,)
+    finally:
+        embedder.started.set()
+        embedder.release.set()
 
 
 _LOAD_AND_COUNT = """
