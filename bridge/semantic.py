@@ -383,11 +383,12 @@ class EmbeddingWorker:
     def _embed_queries(self, texts: list[str], waiters: list[list[Waiter]]) -> None:
         started = time.perf_counter()
         unanswered = set(range(len(texts)))
+        with self._lock:
+            self.costs.batches += 1
         try:
             for positions, vectors in self._query_parts(texts):
                 with self._lock:  # counted before the answers, which a caller may read them after
                     self.costs.queries += len(positions)
-                    self.costs.batches += len(unanswered) == len(texts)
                     self.costs.model += time.perf_counter() - started
                     for at, vector in zip(positions, vectors):
                         if len(self._queries) >= _QUERIES_KEPT:
