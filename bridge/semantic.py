@@ -436,17 +436,18 @@ def _answer_in_turns(answers: list[tuple[Waiter, Any]]) -> None:
     for (loop, future), vector in answers:
         by_loop.setdefault(loop, deque()).append((future, vector))
     for loop, its_answers in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_settle_in_turns, loop, its_answers)
-        except RuntimeError:  # that loop is closed: nobody waits any more
-            pass
+        _on_loop(loop, _settle_in_turns, loop, its_answers)
 
 
 def _answer(waiter: Waiter, result: Any, error: BaseException | None) -> None:
     """Settle a waiter's future on its own loop (from the worker's thread)."""
     loop, future = waiter
+    _on_loop(loop, _settle, future, result, error)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
     try:
-        loop.call_soon_threadsafe(_settle, future, result, error)
+        loop.call_soon_threadsafe(callback, *args)
     except RuntimeError:  # that loop is closed: nobody waits any more
         pass
 
