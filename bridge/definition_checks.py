@@ -14,7 +14,7 @@ turns. The next turn goes to the waiting registration that has used the least ti
 
 The loop waits for a turn `LOOP_WAITS_SECONDS` at most. A turn that has not ended by then is
 late: its thread is waiting for a core that other processes or threads hold (the semantic tier's
-model runs on every core), and the loop would wait for the scheduler, not for the checks. So the
+model takes one), and the loop would wait for the scheduler, not for the checks. So the
 loop awaits the late turn's end instead, doing its other work meanwhile; the turn's time was over
 when the loop stopped waiting, so the thread ends it at its next checkpoint or definition.
 
