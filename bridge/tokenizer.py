@@ -428,9 +428,25 @@ def terms(text: str) -> list[str]:
     return list(chain.from_iterable(map(_TERMS_IN.__getitem__, text.split())))
 
 
+# A file path in a request ("save it to /root/markdown/report.md", "~/notes/todo.txt",
+# "C:\\Users\\me\\a.docx") is a value a tool is given, not what the tool does: it is read as "file"
+# and its extension ("file md"), so its folders and name ("markdown", "report") do not pull in the
+# tools that do those things. A URL is left as written (its host often names the service), and so
+# is "and/or" or a lone "/login": a path here starts at a separator and has two parts or more.
+_PATH = re.compile(r"(?<![\w/\\])(?:~|[A-Za-z]:)?[/\\][\w.~-]+(?:[/\\][\w.~-]*)+")
+_EXTENSION = re.compile(r"\.([^\W_]{1,5})[.,;:!?]*$")
+
+
+def _as_file(path: re.Match[str]) -> str:
+    extension = _EXTENSION.search(path[0])
+    return f" file {extension[1]} " if extension else " file "
+
+
 def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> list[str]:
     """The BM25 terms of a query: terms() of its words less `stop_words`, or of all its
-    words when nothing else is left."""
+    words when nothing else is left; each file path in it read as "file" and its extension."""
+    if "/" in text or "\\" in text:
+        text = _PATH.sub(_as_file, text)
     found = words(text)
     kept = [word for word in found if word not in stop_words] or found
     return list(chain.from_iterable(map(word_terms, kept)))
