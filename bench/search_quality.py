@@ -560,17 +560,33 @@ WORLD = REPO_ROOT / "bench" / "data" / "world_tools.json"
 # Latin with accents (often typed without), and the Southeast Asian scripts written without spaces.
 WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "fa": "arabic", "he": "hebrew",
                   "ru": "cyr/el", "uk": "cyr/el", "bg": "cyr/el", "el": "cyr/el", "vi": "latin", "es": "latin",
-                  "fr": "latin", "de": "latin", "tr": "latin", "lo": "sea", "km": "sea", "my": "sea"}
-WORLD_GROUPS = ["indic", "arabic", "hebrew", "cyr/el", "latin", "sea", "all"]
+                  "fr": "latin", "de": "latin", "nl": "latin", "sv": "latin", "tr": "latin", "lo": "sea", "km": "sea", "my": "sea"}
+# German, Dutch and Swedish write compounds as one word ("Zahnarzttermin"): their requests are also a group.
+COMPOUNDING = {"de", "nl", "sv"}
+WORLD_GROUPS = ["indic", "arabic", "hebrew", "cyr/el", "latin", "de/nl/sv", "sea", "all"]
 
 
 def load_world(path: Path = WORLD) -> tuple[list[IndexedTool], list[tuple[str, str, set[str]]]]:
-    """The world catalog's tools, and its requests as (query, gold tool, {script family, "all"})."""
+    """The world catalog's tools, and its requests as (query, gold tool, {script family, "all"},
+    and "de/nl/sv" for those languages)."""
     catalog = json.loads(path.read_text())["tools"]
     tools = list(map(_catalog_tool, catalog))
-    rows = [(query, entry["name"], {WORLD_FAMILIES[entry["lang"]], "all"})
-            for entry in catalog for query in entry["queries"]]
+    rows = [(query, entry["name"], _world_groups(entry["lang"])) for entry in catalog for query in entry["queries"]]
     return tools, rows
+
+
+def _world_groups(language: str) -> set[str]:
+    groups = {WORLD_FAMILIES[language], "all"}
+    if language in COMPOUNDING:
+        groups.add("de/nl/sv")
+    return groups
+
+
+class NoLastParts(ToolIndex):
+    """The bridge without a compound's last part looked for (search.FIRST_PART)."""
+
+    def _last_parts(self, query: str) -> list[str]:
+        return []
 
 
 def world_table(path: Path = WORLD) -> None:
@@ -581,6 +597,7 @@ def world_table(path: Path = WORLD) -> None:
         ("rank_bm25, \\w+ words", lambda: rank_bm25_search(texts, plain_words)),
         ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms)),
         ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
+        ("ToolIndex, no last parts", lambda: _indexed_search(tools, NoLastParts)),
     ])
 
 
@@ -606,8 +623,8 @@ def _group_table(title: str, tools: list[IndexedTool], rows: list[tuple[str, str
         print(f"{label:<30} " + " ".join(f"{cell:>11}" for cell in cells))
 
 
-def _indexed_search(tools: list[IndexedTool]) -> Search:
-    index = ToolIndex(tools)
+def _indexed_search(tools: list[IndexedTool], index_class: type[ToolIndex] = ToolIndex) -> Search:
+    index = index_class(tools)
     return lambda query, limit: [hit.key for hit in index.search(query, limit)]
 
 

@@ -3,8 +3,9 @@
 Words first: Okapi BM25 (bridge.bm25, updated in place as tools come and go) over what pages
 say about their tools (bridge.tool_text), then the best word matches reordered by the letter
 trigrams of their stems (see RERANK_DEPTH), cut where the scores fall steeply (AutoCut),
-near-duplicates after the rest, and exact names first. A query no word matches falls back to
-the tools whose names contain its words.
+near-duplicates after the rest, and exact names first. A query word no tool has is also looked
+for as a compound's last part (see FIRST_PART); a query no word matches falls back to the tools
+whose names contain its words.
 
 With an embedder (ToolIndex(embedder=...), bridge.semantic; the `semantic` extra) and a query
 vector given to search(), the lexical candidates are fused with the tools nearest the query
@@ -28,7 +29,7 @@ import numpy as np
 from bridge.bm25 import B, K1, LiveBM25
 from bridge.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
 from bridge.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
-                              letters_and_digits, mostly_in, query_terms, stem, terms, tokenize, words)
+                              letters_and_digits, mostly_in, query_terms, query_words, stem, terms, tokenize, words)
 from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
 from bridge.vectors import ToolVectors
 
@@ -69,6 +70,15 @@ _TRIGRAM_BAGS_KEPT = 2048
 NEAR_DUPLICATE = 0.8
 DUPLICATE_SCORE_RATIO = 0.95
 _OVERLAPS_KEPT = 100_000
+
+# German, Dutch and the Nordic languages write a compound as one word whose last part says
+# what it is: a request for the "Terminkalender" means a "Kalender", "Wettervorhersage" a
+# "Vorhersage". A query word no tool has is also looked for as its last part, the longest that
+# leaves a first part of FIRST_PART letters and is itself a word of some tool (stemmed) of
+# LAST_PART letters or more. Its beginning already meets its first part at the 4-letter
+# truncation ("Termin": "term*").
+FIRST_PART = 3
+LAST_PART = 5
 
 
 def _overlap(first: Mapping[str, int], second: Mapping[str, int]) -> float:
@@ -263,7 +273,7 @@ class ToolIndex:
             return []
         self._sync()
         query_terms = self._query_terms(query)
-        totals = self._bm25_totals(query_terms)
+        totals = self._bm25_totals(query_terms + self._last_parts(query))
         named = self._name_matches(query)
         scores = self._best(totals, max(limit, RERANK_DEPTH))
         if scores:
@@ -362,6 +372,22 @@ class ToolIndex:
     def _query_terms(query: str) -> list[str]:
         """The query's terms, less the words of asking (bridge.tokenizer.QUERY_STOP_WORDS)."""
         return query_terms(query)
+
+    def _last_parts(self, query: str) -> list[str]:
+        """The last parts of the query's compound words that the tools have (see FIRST_PART)."""
+        postings = self._bm25.postings
+        found = []
+        for word in query_words(query):
+            # (A stem of a script written with spaces is what has letter trigrams.) A word inside a
+            # tool's name is left to the names' fallback: "esearchhelper" is ResearchHelper's name
+            # less a letter, not a compound of "helper".
+            if (len(word) >= FIRST_PART + LAST_PART and word.isalpha() and stem(word) not in postings
+                    and letter_trigrams(word) and word not in self._names_joined()[0]):
+                last = next((part for start in range(FIRST_PART, len(word) - LAST_PART + 1)
+                             if (part := stem(word[start:])) in postings), None)
+                if last is not None:
+                    found.append(last)
+        return found
 
     @staticmethod
     def _cut(scores: list[float]) -> int:
@@ -507,9 +533,7 @@ class ToolIndex:
         needles = {word.lower() for word in letters_and_digits(query) if len(word) >= MIN_STEM} - QUERY_STOP_WORDS
         if not needles:
             return {}
-        if self._joined_names is None:
-            self._joined_names = self._join_names()
-        joined, starts, slots = self._joined_names
+        joined, starts, slots = self._names_joined()
         covered: dict[int, int] = {}  # index of a name -> letters of it the needles cover
         for needle in needles:
             position = joined.find(needle)
@@ -520,17 +544,20 @@ class ToolIndex:
                 position = joined.find(needle, starts[name + 1])
         return {slots[name]: letters / (starts[name + 1] - starts[name] - 1) for name, letters in covered.items()}
 
-    def _join_names(self) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    def _names_joined(self) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
         """All compact names in one string, each followed by a space (which no needle has),
-        where each name starts (plus where the string ends), and the slot of each name."""
-        names, starts = [], []
-        position = 0
-        for name in self._compact_name_at.values():
-            names.append(name + " ")
+        where each name starts (plus where the string ends), and the slot of each name; made
+        again after a change."""
+        if self._joined_names is None:
+            names, starts = [], []
+            position = 0
+            for name in self._compact_name_at.values():
+                names.append(name + " ")
+                starts.append(position)
+                position += len(name) + 1
             starts.append(position)
-            position += len(name) + 1
-        starts.append(position)
-        return "".join(names), tuple(starts), tuple(self._compact_name_at)
+            self._joined_names = "".join(names), tuple(starts), tuple(self._compact_name_at)
+        return self._joined_names
 
 
 def _name_forms(tool: IndexedTool, compact_name: str, name_words: list[str]) -> tuple[str, ...]:

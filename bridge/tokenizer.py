@@ -30,7 +30,7 @@ from functools import cache, lru_cache
 from itertools import chain
 
 __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
-           "distinct_trigrams", "query_terms", "script_of", "mostly_in", "scripts_of_languages", "LANGUAGE_SCRIPTS",
+           "distinct_trigrams", "query_words", "query_terms", "script_of", "mostly_in", "scripts_of_languages", "LANGUAGE_SCRIPTS",
            "QUERY_STOP_WORDS", "MIN_STEM"]
 
 # A word: an optionally capitalised run of lower-case letters and digits, or a capital run
@@ -442,14 +442,18 @@ def _as_file(path: re.Match[str]) -> str:
     return f" file {extension[1]} " if extension else " file "
 
 
-def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> list[str]:
-    """The BM25 terms of a query: terms() of its words less `stop_words`, or of all its
-    words when nothing else is left; each file path in it read as "file" and its extension."""
+def query_words(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> list[str]:
+    """The words of a query: words() less `stop_words`, or all of them when nothing else is
+    left; each file path in it read as "file" and its extension."""
     if "/" in text or "\\" in text:
         text = _PATH.sub(_as_file, text)
     found = words(text)
-    kept = [word for word in found if word not in stop_words] or found
-    return list(chain.from_iterable(map(word_terms, kept)))
+    return [word for word in found if word not in stop_words] or found
+
+
+def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> list[str]:
+    """The BM25 terms of a query: terms() of its words (query_words)."""
+    return list(chain.from_iterable(map(word_terms, query_words(text, stop_words))))
 
 
 def piece_terms(piece: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Tool search in the scripts beyond CJK and Thai: Indic scripts (whose vowel signs are marks,
 not letters), Arabic and Persian (optional vowel marks, clitics glued to words), Hebrew
 (prefixes glued to words), Cyrillic (inflected) and Greek, Latin with accents (often typed
-without), and Lao, Khmer and Myanmar (no spaces).
+without) and compound words (German, Dutch, Swedish), and Lao, Khmer and Myanmar (no spaces).
 
 The catalog is bench/data/world_tools.json (bench/search_quality.py --multilingual scores all
 of its requests); these tests pin the tokenizer rules behind it, the catalog as a whole, and
@@ -173,6 +173,29 @@ def test_compact_folds_as_words_do() -> None:
     assert compact("Café-Größe") == "cafegrosse"
 
 
+def test_a_compound_word_finds_a_tool_that_names_its_last_part() -> None:
+    index = ToolIndex([
+        IndexedTool("add_event", "add_event", "Einen Termin in den Kalender eintragen."),
+        IndexedTool("hang_picture", "hang_picture", "Ein Bild an die Wand hängen."),
+        IndexedTool("send_mail", "send_mail", "Eine Nachricht senden."),
+    ])
+    # "Wand" (wall) is a word of the other tool: only the last part says what is wanted.
+    assert top(index, "Wandkalender") == "add_event"
+    assert top(index, "mein neuer Wandkalender") == "add_event"
+
+
+def test_a_name_missing_a_letter_is_left_to_the_names_not_cut_as_a_compound() -> None:
+    # "esearchhelper" ends with "helper", which the other tool's name and description say more.
+    index = ToolIndex([
+        IndexedTool("ResearchHelper", "ResearchHelper", "Finds papers on a subject."),
+        IndexedTool("HelperBot", "HelperBot", "A helper for writing letters, a friendly helper."),
+        IndexedTool("weather", "weather", "Weather of a city."),
+        IndexedTool("translate", "translate", "Translate text."),
+        IndexedTool("timer", "timer", "Set a timer."),
+    ])
+    assert top(index, "esearchhelper") == "ResearchHelper"
+
+
 # --- the catalog -----------------------------------------------------------------------------
 
 
@@ -196,6 +219,11 @@ def test_compact_folds_as_words_do() -> None:
     ("dat mon an giao tan noi", "order_food_vi"),
     ("pon una cancion de Shakira", "play_song_es"),
     ("datei loschen", "delete_file_de"),
+    ("Zahnarzttermin für Montag", "book_appointment_de"),  # compounds: "Termin" is the last part
+    ("Lebensmittelausgaben erfassen", "household_budget_de"),
+    ("sportschoolabonnement stopzetten", "renew_subscription_nl"),
+    ("nachtapotheek Utrecht", "find_pharmacy_nl"),
+    ("restaurangbokning för fyra", "reserve_table_sv"),
     ("doviz kurlari", "exchange_rates_tr"),
     ("ພະຍາກອນອາກາດວຽງຈັນ", "weather_lo"),
     ("អាកាសធាតុនៅភ្នំពេញ", "weather_km"),
