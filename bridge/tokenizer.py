@@ -30,8 +30,8 @@ from functools import cache, lru_cache
 from itertools import chain
 
 __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
-           "distinct_trigrams", "query_words", "query_terms", "script_of", "mostly_in", "scripts_of_languages", "LANGUAGE_SCRIPTS",
-           "QUERY_STOP_WORDS", "MIN_STEM"]
+           "distinct_trigrams", "query_words", "query_terms", "script_of", "mostly_in", "scripts_of_languages",
+           "LANGUAGE_SCRIPTS", "QUERY_STOP_WORDS", "MIN_STEM"]
 
 # A word: an optionally capitalised run of lower-case letters and digits, or a capital run
 # that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
