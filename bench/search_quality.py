@@ -510,19 +510,24 @@ def load_multilingual(path: Path = MULTILINGUAL) -> tuple[list[IndexedTool], lis
     """The catalog's tools, and its requests as (query, gold tool, groups): the tool's language
     ("zh", "zh-Hant", "ja", "ko", "th", "en"), "CJK" for the first four, "mixed" for a request
     written in Latin letters and one of those scripts, "T/S" for one written in the other Chinese
-    script than its tool (an entry's other_script_queries)."""
+    script than its tool (an entry's other_script_queries), "TW/CN" (and "T/S") for one asking for
+    a Taiwan tool with the mainland's word for a word of its description (mainland_word_queries)."""
     catalog = json.loads(path.read_text())["tools"]
     tools = list(map(_catalog_tool, catalog))
     rows = []
     for entry in catalog:
-        for query in entry["queries"] + entry.get("other_script_queries", []):
+        other_script = entry.get("other_script_queries", [])
+        mainland_words = entry.get("mainland_word_queries", [])
+        for query in entry["queries"] + other_script + mainland_words:
             groups = {entry["lang"], "all"}
             if entry["lang"] in ("zh", "zh-Hant", "ja", "ko"):
                 groups.add("CJK")
             if _SPACELESS.search(query) and _LATIN.search(query):
                 groups.add("mixed")
-            if query in entry.get("other_script_queries", ()):
+            if query in other_script or query in mainland_words:
                 groups.add("T/S")
+            if query in mainland_words:
+                groups.add("TW/CN")
             rows.append((query, entry["name"], groups))
     return tools, rows
 
@@ -538,7 +543,7 @@ def _schema(parameters: dict[str, str]) -> dict:
     return {"type": "object", "properties": properties}
 
 
-MULTILINGUAL_GROUPS = ["zh", "zh-Hant", "ja", "ko", "th", "en", "mixed", "T/S", "CJK", "all"]
+MULTILINGUAL_GROUPS = ["zh", "zh-Hant", "ja", "ko", "th", "en", "mixed", "T/S", "TW/CN", "CJK", "all"]
 
 
 def multilingual_table(path: Path = MULTILINGUAL) -> None:
@@ -551,6 +556,7 @@ def multilingual_table(path: Path = MULTILINGUAL) -> None:
         ("rank_bm25, bridge terms", lambda: rank_bm25_search(texts, terms)),
         ("ToolIndex, CJK bigrams only", lambda: _bigrams_only(lambda: _indexed_search(tools))),
         ("ToolIndex (lexical) = bridge", lambda: _indexed_search(tools)),
+        ("ToolIndex, no mainland words", lambda: _no_mainland_words(lambda: _indexed_search(tools))),
     ])
 
 
@@ -630,21 +636,34 @@ def _indexed_search(tools: list[IndexedTool], index_class: type[ToolIndex] = Too
 
 def _bigrams_only(build: Callable[[], Search]) -> Search:
     """A search whose tools and queries get the bigrams of a Han, kana or Hangul run but not
-    its characters (Lucene's CJK analyzer), set around each call (the terms are memoised)."""
+    its characters (Lucene's CJK analyzer)."""
+    saved = tokenizer_module._spaceless_terms
+
     def bigrams_only(word: str) -> tuple[str, ...]:
         found = saved(word)
         return found[:max(1, len(word) - 1)] if tokenizer_module._IS_CJK.match(word) else found
 
+    return _tokenizer_swapped("_spaceless_terms", bigrams_only, build)
+
+
+def _no_mainland_words(build: Callable[[], Search]) -> Search:
+    """A search whose Traditional Chinese text does not get the mainland's words for Taiwan's."""
+    return _tokenizer_swapped("_mainland_words", lambda text: [], build)
+
+
+def _tokenizer_swapped(name: str, replacement: Callable[..., Any], build: Callable[[], Search]) -> Search:
+    """A search whose tools and queries are read with bridge.tokenizer's `name` replaced, set
+    around each call (the words and terms are memoised)."""
     def swapped(run: Callable[[], Any]) -> Any:
-        tokenizer_module._spaceless_terms = bigrams_only
+        setattr(tokenizer_module, name, replacement)
         _forget_terms()
         try:
             return run()
         finally:
-            tokenizer_module._spaceless_terms = saved
+            setattr(tokenizer_module, name, saved)
             _forget_terms()
 
-    saved = tokenizer_module._spaceless_terms
+    saved = getattr(tokenizer_module, name)
     search = swapped(build)
     return lambda query, limit: swapped(lambda: search(query, limit))
 
@@ -652,6 +671,7 @@ def _bigrams_only(build: Callable[[], Search]) -> Search:
 def _forget_terms() -> None:
     tokenizer_module.word_terms.cache_clear()
     tokenizer_module._TERMS_IN.clear()
+    tokenizer_module._WORDS_IN.clear()
 
 
 # --- report --------------------------------------------------------------------------------

@@ -107,6 +107,7 @@ _LETTERS_AND_DIGITS_ANY = re.compile(rf"(?:[^\W_{_SPACELESS}]|[{_MARKS}])+|[{_CJ
 _IS_CJK = re.compile(f"[{_CJK}]")
 _IS_SOUTHEAST = re.compile(f"[{_SOUTHEAST}]")
 _IS_SPACELESS = re.compile(f"[{_SPACELESS}]")
+_IS_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 # A character cluster of Thai, Lao, Myanmar or Khmer: the vowels written before their
 # consonant (Thai เ แ โ ใ ไ, Lao ເ ແ ໂ ໃ ໄ), a letter, the marks above and below it and the
 # consonants stacked under it (after a Myanmar virama or Khmer coeng); or a stray mark alone.
@@ -126,22 +127,31 @@ _TRUNCATE = 4
 def split_words(text: str) -> list[str]:
     """Lower-case words of `text`, split on anything but letters/digits and on camelCase;
     a run of Han, kana, Hangul, Thai, Lao, Myanmar or Khmer is one word, apart from the Latin
-    words around it. Text that is not ASCII is folded first (see _fold)."""
+    words around it. Text that is not ASCII is folded first (see _fold). Text in Traditional
+    Chinese characters also has the mainland's word for each word Taiwan writes differently
+    (see _mainland_words), after its own."""
     if text.isascii():
         return [word.lower() for word in _WORD.findall(text)]
-    return [word.casefold() for word in _WORD_ANY.findall(_fold(text))]
+    folded, taiwans = _fold(text)
+    found = [word.casefold() for word in _WORD_ANY.findall(folded)]
+    return found + _mainland_words(folded) if taiwans else found
 
 
-def _fold(text: str) -> str:
+def _fold(text: str) -> tuple[str, bool]:
     """`text` NFKC-normalised ("ＧｉｔＨｕｂ" is "GitHub", "ｶﾅ" "カナ"), less its folded marks and
     invisible joiners (_DROPPED), its stroked and variant letters written plain (_FOLDED_LETTERS),
     its Traditional Chinese characters Simplified (_simplified): "Café" is "Cafe", "Đặt" "Dat",
-    "مَلَف" "ملف", "天氣" "天气". split_words then case-folds each word ("Straße" and "STRASSE" meet)."""
+    "مَلَف" "ملف", "天氣" "天气". split_words then case-folds each word ("Straße" and "STRASSE" meet).
+    And whether it is Chinese as Taiwan writes it: Traditional characters were folded, and it
+    has no kana (which would make it Japanese)."""
     folded = unicodedata.normalize("NFC", _DROPPED.sub("", unicodedata.normalize("NFKD", text)))
     folded = _FOLDED_LETTER.sub(lambda letter: _FOLDED_LETTERS[letter[0]], folded)
-    # Any CJK text, not Han alone: the table maps nothing but Han, and one more regex class over
-    # the ideographs' blocks would be compiled at every import, a cost the lazy table avoids.
-    return folded.translate(_simplified()) if _IS_CJK.search(folded) else folded
+    # Any CJK text, not Han alone: the tables map nothing but Han, and one more regex class over
+    # the ideographs' blocks would be compiled at every import, a cost the lazy tables avoid.
+    if not _IS_CJK.search(folded):
+        return folded, False
+    simplified = folded.translate(_simplified())
+    return simplified, simplified != folded and not _IS_KANA.search(folded)
 
 
 @cache
@@ -158,6 +168,41 @@ def _simplified() -> dict[int, int]:
     lines = Path(__file__).with_name("data").joinpath("traditional_to_simplified.txt").read_text("utf-8").splitlines()
     pairs = "".join(line for line in lines if not line.startswith("#"))  # Traditional, Simplified, ...
     return str.maketrans(pairs[0::2], pairs[1::2])
+
+
+@cache
+def _taiwan_words() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    """Each word Taiwan writes differently from the mainland -> the mainland's ("列印" -> "打印",
+    "软体" -> "软件", "使用者" -> "用户"), as OpenCC's TWPhrasesRev gives them, in Simplified
+    characters (bridge/data/taiwan_phrases.txt); and for each first character of those words,
+    their lengths, longest first. Read at the first text in Han, kana or Hangul."""
+    from pathlib import Path
+
+    lines = Path(__file__).with_name("data").joinpath("taiwan_phrases.txt").read_text("utf-8").splitlines()
+    words = dict(line.split("\t") for line in lines if not line.startswith("#"))
+    lengths: dict[str, set[int]] = {}
+    for word in words:
+        lengths.setdefault(word[0], set()).add(len(word))
+    return words, {first: tuple(sorted(found, reverse=True)) for first, found in lengths.items()}
+
+
+def _mainland_words(text: str) -> list[str]:
+    """The mainland's words for the words of `text` (Taiwan's, folded to Simplified characters)
+    that Taiwan writes differently, found longest first from left to right: a page in Taiwan
+    describes "列印檔案", and an agent asking "打印文件" finds it. The mainland sometimes writes
+    Taiwan's word too ("查询" beside "查找"): the text keeps its own words as well."""
+    words, lengths = _taiwan_words()
+    found, at = [], 0
+    while at < len(text):
+        for length in lengths.get(text[at], ()):
+            mainland = words.get(text[at:at + length])
+            if mainland is not None:
+                found.append(mainland)
+                at += length
+                break
+        else:
+            at += 1
+    return found
 
 
 def _kept(word: str) -> bool:
@@ -372,7 +417,7 @@ def letters_and_digits(text: str) -> list[str]:
     Han, kana, Hangul, Thai, Lao, Myanmar or Khmer apart from the letters around it."""
     if text.isascii():
         return _LETTERS_AND_DIGITS.findall(text)
-    return _LETTERS_AND_DIGITS_ANY.findall(_fold(text))
+    return _LETTERS_AND_DIGITS_ANY.findall(_fold(text)[0])
 
 
 @lru_cache(maxsize=1 << 16)

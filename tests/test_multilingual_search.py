@@ -145,9 +145,33 @@ def test_a_traditional_request_finds_a_simplified_tool_and_the_reverse() -> None
 
 def test_traditional_characters_are_folded_to_simplified_ones() -> None:
     assert terms("天氣") == terms("天气") == ["天气", "天", "气"]
-    assert split_words("查詢城市的天氣預報") == split_words("查询城市的天气预报") == ["查询城市的天气预报"]
-    assert split_words("用GitHub建立發票") == ["用", "git", "hub", "建立发票"]
+    assert split_words("城市的天氣預報") == split_words("城市的天气预报") == ["城市的天气预报"]
+    assert split_words("用GitHub建立發票") == ["用", "git", "hub", "建立发票", "创建"]  # 建立: the mainland says 创建
     assert compact("天氣 App") == compact("天气 App") == "天气app"
+
+
+def test_traditional_text_also_has_the_mainlands_word_for_each_word_taiwan_writes_differently() -> None:
+    assert split_words("列印檔案") == ["列印档案", "打印", "文件"]
+    assert split_words("請使用者登入網路") == ["请使用者登入网路", "用户", "登录", "网络"]
+    # Where the mainland writes Taiwan's word too ("查询" beside "查找"), the text keeps its own.
+    assert split_words("查詢城市的天氣預報") == ["查询城市的天气预报", "查找"]
+
+
+def test_simplified_and_japanese_text_keep_their_own_words() -> None:
+    assert split_words("列印文件") == ["列印文件"]  # Simplified (no character folds): the mainland's already
+    assert split_words("設定を変更") == ["设定を変更"]  # Japanese: 設 folds, but kana say it is not Taiwan's
+    assert split_words("打印文件") == ["打印文件"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("看视频", "play_video"),  # 影片
+    ("把整个文件夹传上去", "upload_to_cloud_drive"),  # 資料夾
+    ("分享链接", "upload_to_cloud_drive"),  # 連結
+    ("帮我打印一下", "print_document"),  # 列印
+])
+def test_requests_with_the_mainlands_words_find_tools_in_taiwans(catalog: ToolIndex, query: str,
+                                                                 expected: str) -> None:
+    assert keys(catalog.search(query))[0] == expected
 
 
 def test_kana_hangul_and_latin_text_are_not_folded() -> None:
