@@ -31,7 +31,7 @@ from itertools import chain
 
 __all__ = ["split_words", "stem", "tokenize", "terms", "words", "word_terms", "bigrams", "compact", "letter_trigrams",
            "distinct_trigrams", "query_words", "query_terms", "script_of", "mostly_in", "scripts_of_languages",
-           "LANGUAGE_SCRIPTS", "QUERY_STOP_WORDS", "MIN_STEM"]
+           "LANGUAGE_SCRIPTS", "QUERY_STOP_WORDS", "QUERY_STOP_CHARACTERS", "MIN_STEM"]
 
 # A word: an optionally capitalised run of lower-case letters and digits, or a capital run
 # that leaves the capital of the next word alone ("HTTPServer" -> HTTP, Server). Anything
@@ -344,6 +344,14 @@ please kindly thanks thank hello hi hey would could might may must shall
 """.split())
 
 
+# Chinese function characters (particles, pronouns, prepositions, the copula, adverbs, a measure
+# word, "please"), left out of a query's terms as single characters, as QUERY_STOP_WORDS leaves
+# out English words: a request such as "找一下便宜的蓝牙耳机" matches nearly every description at
+# "的", and the tools that brings outweigh what its other words find (the semantic tier fuses
+# them). The pairs holding them stay ("我的", "的蓝").
+QUERY_STOP_CHARACTERS = frozenset("的地得了着过吗呢吧啊呀嘛我你您他她它们这那在和与及或把被给让对从向跟是有也都就还很又再才只个请")
+
+
 def tokenize(text: str) -> list[str]:
     """The words of `text` as the index sees them: split, lower-case, stemmed, one-letter
     words dropped (see _kept)."""
@@ -496,9 +504,12 @@ def query_words(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> lis
     return [word for word in found if word not in stop_words] or found
 
 
-def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS) -> list[str]:
-    """The BM25 terms of a query: terms() of its words (query_words)."""
-    return list(chain.from_iterable(map(word_terms, query_words(text, stop_words))))
+def query_terms(text: str, stop_words: frozenset[str] = QUERY_STOP_WORDS,
+                stop_characters: frozenset[str] = QUERY_STOP_CHARACTERS) -> list[str]:
+    """The BM25 terms of a query: terms() of its words (query_words), less `stop_characters`
+    unless nothing else is left."""
+    found = list(chain.from_iterable(map(word_terms, query_words(text, stop_words))))
+    return [term for term in found if term not in stop_characters] or found
 
 
 def piece_terms(piece: str) -> tuple[str, ...]:

@@ -157,6 +157,21 @@ def test_traditional_text_also_has_the_mainlands_word_for_each_word_taiwan_write
     assert split_words("查詢城市的天氣預報") == ["查询城市的天气预报", "查找"]
 
 
+def test_chinese_function_characters_are_left_out_of_a_querys_terms_but_not_out_of_its_pairs() -> None:
+    found = query_terms("找一下便宜的蓝牙耳机")
+    assert "的" not in found and "的蓝" in found and "蓝" in found
+    assert query_terms("的") == ["的"]  # nothing else left: kept
+
+
+def test_a_tool_sharing_only_a_function_character_with_the_request_is_not_found() -> None:
+    index = ToolIndex([
+        IndexedTool("weather", "weather", "查询城市的天气预报"),
+        IndexedTool("profile", "profile", "显示我的个人资料"),  # "我" alone is all it shares
+        IndexedTool("music", "music", "播放音乐"),
+    ])
+    assert keys(index.search("帮我看看天气怎么样")) == ["weather"]
+
+
 def test_simplified_and_japanese_text_keep_their_own_words() -> None:
     assert split_words("列印文件") == ["列印文件"]  # Simplified (no character folds): the mainland's already
     assert split_words("設定を変更") == ["设定を変更"]  # Japanese: 設 folds, but kana say it is not Taiwan's
