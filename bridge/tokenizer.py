@@ -14,7 +14,7 @@ makes them, and its characters: "确认转账" is 确认 认转 转账 确 认 �
 words in the same text keep the English treatment. Text that is not ASCII is folded first:
 NFKC ("ＧｉｔＨｕｂ" is "GitHub", half-width "ｶﾅ" is "カナ"), accents and optional vowel
 points dropped ("café" meets "cafe"), Traditional Chinese characters written Simplified
-("天氣預報" meets "天气"), case-folded; the vowel signs of Indic scripts stay in their words
+("天氣預報" meets "天气"; Taiwan's words also give the mainland's: "列印" "打印"), case-folded; the vowel signs of Indic scripts stay in their words
 ("हिन्दी" is one word).
 
 `script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
@@ -175,7 +175,7 @@ def _taiwan_words() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     """Each word Taiwan writes differently from the mainland -> the mainland's ("列印" -> "打印",
     "软体" -> "软件", "使用者" -> "用户"), as OpenCC's TWPhrasesRev gives them, in Simplified
     characters (bridge/data/taiwan_phrases.txt); and for each first character of those words,
-    their lengths, longest first. Read at the first text in Han, kana or Hangul."""
+    their lengths, longest first. Read at the first text in Traditional characters."""
     from pathlib import Path
 
     lines = Path(__file__).with_name("data").joinpath("taiwan_phrases.txt").read_text("utf-8").splitlines()
