@@ -14,8 +14,8 @@ makes them, and its characters: "确认转账" is 确认 认转 转账 确 认 �
 words in the same text keep the English treatment. Text that is not ASCII is folded first:
 NFKC ("ＧｉｔＨｕｂ" is "GitHub", half-width "ｶﾅ" is "カナ"), accents and optional vowel
 points dropped ("café" meets "cafe"), Traditional Chinese characters written Simplified
-("天氣預報" meets "天气"; Taiwan's words also give the mainland's: "列印" "打印"), case-folded; the vowel signs of Indic scripts stay in their words
-("हिन्दी" is one word).
+("天氣預報" meets "天气"; Taiwan's words also give the mainland's: "列印" "打印"), case-folded;
+the vowel signs of Indic scripts stay in their words ("हिन्दी" is one word).
 
 `script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
 reads only those of the languages it was trained on (bridge.semantic.covered_scripts).
