@@ -163,11 +163,16 @@ def _simplified() -> dict[int, int]:
     written. Japanese kanji it holds ("東", "時") are folded too, in tools and requests alike: a
     request in kanji alone ("営業時間") cannot be told from Chinese, and must still meet the
     description's kanji among kana. Read at the first text in Han, kana or Hangul, not at import."""
+    pairs = "".join(_data_lines("traditional_to_simplified.txt"))  # Traditional, Simplified, ...
+    return str.maketrans(pairs[0::2], pairs[1::2])
+
+
+def _data_lines(name: str) -> list[str]:
+    """The lines of bridge/data/`name`, less its comments."""
     from pathlib import Path
 
-    lines = Path(__file__).with_name("data").joinpath("traditional_to_simplified.txt").read_text("utf-8").splitlines()
-    pairs = "".join(line for line in lines if not line.startswith("#"))  # Traditional, Simplified, ...
-    return str.maketrans(pairs[0::2], pairs[1::2])
+    lines = Path(__file__).with_name("data").joinpath(name).read_text("utf-8").splitlines()
+    return [line for line in lines if not line.startswith("#")]
 
 
 @cache
@@ -176,10 +181,7 @@ def _taiwan_words() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     "软体" -> "软件", "使用者" -> "用户"), as OpenCC's TWPhrasesRev gives them, in Simplified
     characters (bridge/data/taiwan_phrases.txt); and for each first character of those words,
     their lengths, longest first. Read at the first text in Traditional characters."""
-    from pathlib import Path
-
-    lines = Path(__file__).with_name("data").joinpath("taiwan_phrases.txt").read_text("utf-8").splitlines()
-    words = dict(line.split("\t") for line in lines if not line.startswith("#"))
+    words = dict(line.split("\t") for line in _data_lines("taiwan_phrases.txt"))
     lengths: dict[str, set[int]] = {}
     for word in words:
         lengths.setdefault(word[0], set()).add(len(word))
