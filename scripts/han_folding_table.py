@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -31,14 +32,18 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f
 PAIRS_PER_LINE = 32
 
 
+def first_forms(source: str) -> Iterator[tuple[str, str]]:
+    """Each entry of an OpenCC dictionary file and its first form (of those the line lists)."""
+    for line in source.splitlines():
+        if line and not line.startswith("#"):
+            entry, forms = line.split("\t")
+            yield entry, forms.split(" ")[0]
+
+
 def folds(source: str) -> dict[str, str]:
     """Traditional character -> its Simplified form, from the lines of TSCharacters.txt."""
     first: dict[str, str] = {}
-    for line in source.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        traditional, forms = line.split("\t")
-        simplified = forms.split(" ")[0]
+    for traditional, simplified in first_forms(source):
         if all(len(c) == 1 and _HAN.fullmatch(c) and unicodedata.normalize("NFKC", c) == c
                for c in (traditional, simplified)) and simplified != traditional:
             first[traditional] = simplified
@@ -57,11 +62,7 @@ def regional_words(source: str, fold: dict[str, str]) -> dict[str, str]:
     """Taiwan word -> the mainland's, both folded, from the lines of TWPhrasesRev.txt."""
     words: dict[str, str] = {}
     folded = str.maketrans(fold)
-    for line in source.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        taiwan, forms = line.split("\t")
-        mainland = forms.split(" ")[0]
+    for taiwan, mainland in first_forms(source):
         taiwan, mainland = taiwan.translate(folded), mainland.translate(folded)
         if taiwan != mainland and all(map(_HAN.fullmatch, taiwan + mainland)):
             words[taiwan] = mainland
