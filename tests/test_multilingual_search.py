@@ -173,7 +173,7 @@ def test_a_tool_sharing_only_a_function_character_with_the_request_is_not_found(
 
 
 def test_simplified_and_japanese_text_keep_their_own_words() -> None:
-    assert split_words("列印文件") == ["列印文件"]  # Simplified (no character folds): the mainland's already
+    assert split_words("列印文件") == ["列印文件"]  # no character folds: not told from Simplified, read as written
     assert split_words("設定を変更") == ["设定を変更"]  # Japanese: 設 folds, but kana say it is not Taiwan's
     assert split_words("打印文件") == ["打印文件"]
 
