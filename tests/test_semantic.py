@@ -17,6 +17,7 @@ import importlib.util
 import logging
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -303,6 +304,30 @@ def test_a_query_asked_while_tools_are_embedded_waits_for_one_small_call_of_tool
     assert batch <= 8 and calls[:2] == [f"{batch} texts", "query"]
     assert sum(int(call.split()[0]) for call in calls[2:]) == 20 - batch
     assert all(int(call.split()[0]) <= batch for call in calls[2:])
+
+
+def test_a_slow_model_gets_fewer_tool_texts_a_call() -> None:
+    # A model taking 10 ms a text: after the first call (DOCUMENT_BATCH texts), calls of about
+    # DOCUMENT_CALL_SECONDS, so that a query asked meanwhile waits no longer behind a slow model.
+    class Timed(WordHashEmbedder):
+        def __init__(self, seconds_a_text: float) -> None:
+            super().__init__()
+            self.seconds_a_text, self.calls = seconds_a_text, []
+
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            self.calls.append(len(texts))
+            time.sleep(self.seconds_a_text * len(texts))
+            return super().embed_documents(texts)
+
+    nouns = ["invoice", "order", "ticket", "report", "flight", "meeting", "photo", "payment", "contract", "note"]
+    tools = [tool(f"get_{noun}", f"Get the {noun} by its number") for noun in nouns]  # 20 texts
+    slow, fast = Timed(0.010), Timed(0.0)
+    assert asyncio.run(embed_pending(ToolIndex(tools, embedder=slow))) == 20
+    fitting = int(bridge.semantic.DOCUMENT_CALL_SECONDS / 0.010)
+    assert slow.calls[0] == bridge.semantic.DOCUMENT_BATCH and sum(slow.calls) == 20
+    assert all(1 <= count <= fitting for count in slow.calls[1:]) and len(slow.calls) >= 1 + 12 // fitting
+    # A fast one keeps the full batch.
+    assert asyncio.run(embed_pending(ToolIndex(tools, embedder=fast))) == 20 and fast.calls == [8, 8, 4]
 
 
 def test_a_model_that_fails_leaves_the_texts_pending_for_the_next_call() -> None:
