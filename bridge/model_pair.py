@@ -52,8 +52,10 @@ class ModelPair:
         # as the scale of its half and the number added to it.
         self._scales = [(np.float32(np.sqrt(1 - floor)), np.float32(np.sqrt(floor / (1 - floor))))
                         for floor in (similarity_floor(model, 0.0) for model in self.models)]
-        # Each model's dimension, from one text (the pair is made off the loop, as models are loaded).
-        self._widths = [model.embed_documents([""]).shape[1] for model in self.models]
+        # Each half's width: the model's dimension (from one text: the pair is made off the loop, as
+        # models are loaded) and the shift, padded with zeros to a multiple of 8 numbers. numpy's
+        # product over 10,000 tools' rows of 770 numbers took 2.5 ms, of 784 1.0 ms.
+        self._widths = [-(-(model.embed_documents([""]).shape[1] + 1) // 8) * 8 for model in self.models]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         halves = [self._half(side, model.embed_documents(texts), -1) for side, model in enumerate(self.models)]
@@ -77,12 +79,16 @@ class ModelPair:
         return self.embed_queries([text])[0]
 
     def _half(self, side: int, vectors: np.ndarray, sign: int) -> np.ndarray:
-        """A model's vectors scaled, with the number that shifts the product by its floor."""
+        """A model's vectors scaled, with the number that shifts the product by its floor (and zeros
+        to the half's width)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         scale, shift = self._scales[side]
-        return np.hstack([vectors / scale, np.full((len(vectors), 1), sign * shift, dtype=np.float32)])
+        half = np.zeros((len(vectors), self._widths[side]), dtype=np.float32)
+        half[:, :vectors.shape[1]] = vectors / scale
+        half[:, vectors.shape[1]] = sign * shift
+        return half
 
     def _whole(self, side: int, half: np.ndarray) -> np.ndarray:
         """A query's half set beside zeros where the other model's half is."""
-        zeros = np.zeros((len(half), self._widths[1 - side] + 1), dtype=np.float32)
+        zeros = np.zeros((len(half), self._widths[1 - side]), dtype=np.float32)
         return np.hstack([half, zeros] if side == 0 else [zeros, half])
