@@ -42,7 +42,7 @@ class ModelPair:
             raise SemanticSearchUnavailable(
                 f"the first model of a pair reads the queries in its own languages: {first.name!r} does not say "
                 "which it was trained on")
-        self.models = (first, second)
+        self._models = (first, second)
         self.name = f"{first.name}+{second.name}"
         self._first_scripts = first_scripts
         second_scripts = covered_scripts(second)
@@ -51,14 +51,14 @@ class ModelPair:
         # Each model's floor (a model that declares none is read from 0, as the index reads it),
         # as the scale of its half and the number added to it.
         self._scales = [(np.float32(np.sqrt(1 - floor)), np.float32(np.sqrt(floor / (1 - floor))))
-                        for floor in (similarity_floor(model, 0.0) for model in self.models)]
+                        for floor in (similarity_floor(model, 0.0) for model in self._models)]
         # Each half's width: the model's dimension (from one text: the pair is made off the loop, as
         # models are loaded) and the shift, padded with zeros to a multiple of 8 numbers. numpy's
         # product over 10,000 tools' rows of 770 numbers took 2.5 ms, of 784 1.0 ms.
-        self._widths = [-(-(model.embed_documents([""]).shape[1] + 1) // 8) * 8 for model in self.models]
+        self._widths = [-(-(model.embed_documents([""]).shape[1] + 1) // 8) * 8 for model in self._models]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        halves = [self._half(side, model.embed_documents(texts), -1) for side, model in enumerate(self.models)]
+        halves = [self._half(side, model.embed_documents(texts), -1) for side, model in enumerate(self._models)]
         return np.hstack(halves)
 
     def query_parts(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
@@ -69,7 +69,7 @@ class ModelPair:
             read_by[0 if mostly_in(text, self._first_scripts) else 1].append(at)
         for side, positions in enumerate(read_by):
             if positions:
-                for found, vectors in query_parts(self.models[side], [texts[at] for at in positions]):
+                for found, vectors in query_parts(self._models[side], [texts[at] for at in positions]):
                     yield [positions[at] for at in found], self._whole(side, self._half(side, vectors, 1))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
