@@ -61,17 +61,19 @@ def _from_a_browser(scope: Scope) -> bool:
     return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
 
 
-def _shared_mode(settings: Settings) -> tuple[Any, Any]:
-    """Shared mode's link and task store; the 'redis' extra is imported only then."""
+def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
+    """Shared mode's link, task store and marks of used input states; the 'redis' extra is imported only then."""
     try:
         from bridge.redis_link import RedisLink
+        from bridge.redis_states import RedisMarks
         from bridge.redis_tasks import RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
         return (RedisLink(settings.redis_url, page_grace=settings.page_grace, call_timeout=settings.call_timeout,
                           heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix),
-                RedisTasks(settings.redis_url, prefix=settings.redis_prefix))
+                RedisTasks(settings.redis_url, prefix=settings.redis_prefix),
+                RedisMarks(settings.redis_url, prefix=settings.redis_prefix))
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
 
@@ -115,7 +117,8 @@ class Bridge:
         self.settings = replace(settings or Settings(), **overrides)
         self.settings.check()
         # One process and shared mode differ only in the link the hub is given (None: this process alone).
-        link, shared_tasks = _shared_mode(self.settings) if self.settings.redis_url else (None, None)
+        link, shared_tasks, shared_marks = (_shared_mode(self.settings) if self.settings.redis_url
+                                            else (None, None, None))
         self.metrics = BridgeMetrics(state=lambda: self.hub.state())
         self.hub = Hub(self.settings.hub_config(), link=link,
                        observers=[self.metrics] if link is None else [self.metrics, link])
@@ -123,7 +126,7 @@ class Bridge:
             link.attach(calls=self.hub.calls, catalog=self.hub.catalog, pages=self.hub.pages,
                         embed_later=self.hub.semantic.embed_later)
         self.link = link
-        self.mcp = McpRooms(self.hub, self.settings, shared_tasks)
+        self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks)
         origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()  # wrong page tokens, per address
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)

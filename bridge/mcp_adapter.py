@@ -53,12 +53,13 @@ from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
 from bridge.messages import validation_summary
 from bridge.mcp_input import (INPUT_ROUNDS_MAX, LogLevels, answers_in, ask_client, client_capabilities,
-                              input_required, modern, send_log)
-from bridge.mcp_tasks import InputNeeded, PageTasks, SharedTasks, missing_capability
+                              input_required, modern, send_log, spend)
+from bridge.mcp_tasks import InputNeeded, PageTasks, SharedTasks, missing_capability, owner_of
 from bridge.tasks import TaskTable
 from bridge.meta_tools import Invoke, UnknownTool
 from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
 from bridge.results import error_result, shaped_here, to_call_tool_result
+from bridge.used_states import SharedMarks, UsedStates
 
 log = logging.getLogger("bridge.mcp")
 _tracer = trace.get_tracer("agui-mcp-bridge")
@@ -100,8 +101,10 @@ class RoomServer:
     """The MCP server of one room, and whom to tell when its tool list changes."""
 
     def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None,
-                 tasks: PageTasks | None = None, request_state: RequestStateSecurity | None = None) -> None:
+                 tasks: PageTasks | None = None, request_state: RequestStateSecurity | None = None,
+                 used_states: UsedStates | None = None) -> None:
         self.hub, self.room, self.settings = hub, room, settings
+        self.used_states = used_states or UsedStates(settings.task_ttl)
         self.tasks = tasks
         self.log_levels = LogLevels(LEGACY_SESSIONS_MAX)
         self.public_url = public_url or (lambda: settings.public_url)  # where people open the demo page
@@ -122,7 +125,8 @@ class RoomServer:
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_legacy_session)
-        # Input requests' state, sealed and bound to the tool and its arguments.
+        # Input requests' state, sealed and bound to the tool and its arguments (the room, the agent and the
+        # keys asked are bound within it: mcp_input).
         self.server.middleware.append(RequestStateBoundary(request_state or RequestStateSecurity.ephemeral(),
                                                            default_audience="agui-mcp-bridge"))
         self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.log_levels.set_level)
@@ -224,7 +228,10 @@ class RoomServer:
         if not isinstance(route, Invoke):  # a meta-tool's own answer
             return _as_built(route)
         tool, arguments = route.tool, route.arguments
-        asked = {"client_capabilities": client_capabilities(ctx), **answers_in(ctx)}
+        retry = answers_in(ctx, room=self.room.name, agent=owner_of(ctx))
+        asked = {"client_capabilities": client_capabilities(ctx), **(retry.asked if retry else {})}
+        if retry is not None:
+            await spend(retry, self.used_states)
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
             return await self.tasks.start(ctx, self.room.name, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
@@ -236,7 +243,7 @@ class RoomServer:
                 shaped = self._shaped(tool, outcome, modern=modern(ctx))
                 return {**shaped, "resultType": "complete"} if modern(ctx) else shaped  # 2026-07-28 says what it is
             if modern(ctx):
-                return input_required(outcome.result)
+                return input_required(outcome.result, room=self.room.name, agent=owner_of(ctx))
             asked = asked | {"input_responses": await ask_client(ctx, outcome.result["inputRequests"]),
                              "request_state": outcome.result["requestState"]}
         return _as_built(error_result(f"The page asked for input more than {INPUT_ROUNDS_MAX} times in one call."))
@@ -370,7 +377,8 @@ class McpRooms:
     handshake-era client of a freed room is told its session is gone and starts a new one).
     """
 
-    def __init__(self, hub: Hub, settings: Settings, shared_tasks: SharedTasks | None = None) -> None:
+    def __init__(self, hub: Hub, settings: Settings, shared_tasks: SharedTasks | None = None,
+                 shared_marks: SharedMarks | None = None) -> None:
         self.hub, self.settings = hub, settings
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
@@ -378,6 +386,7 @@ class McpRooms:
         self.tasks = PageTasks(TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval),
                                shared_tasks)
         self.request_state = RequestStateSecurity.ephemeral(ttl=settings.task_ttl)
+        self.used_states = UsedStates(settings.task_ttl, shared_marks)  # each state is good for one retry
         self._task_group: anyio.abc.TaskGroup | None = None
         # Where people open the demo page, as agents reach the bridge (its port, any mount prefix): from
         # the first HTTP request; until then (stdio) from the settings.
@@ -412,7 +421,7 @@ class McpRooms:
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
                                              lambda: self._public_url or self.settings.public_url,
-                                             self.tasks, self.request_state)
+                                             self.tasks, self.request_state, self.used_states)
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:
@@ -452,6 +461,7 @@ class McpRooms:
                 self.tasks.stop()
                 if self.tasks.shared is not None:
                     await self.tasks.shared.close()
+                await self.used_states.close()
                 tg.cancel_scope.cancel()
 
     async def _served_room(self, room: str) -> _ServedRoom:

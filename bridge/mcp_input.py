@@ -5,17 +5,21 @@ an elicitation, a sampled completion, the client's roots). Its
 `agui.tool.input_request` ends the page's call; the agent's answers reach the
 page in a new invoke of the same tool (`input_responses`, with the page's own
 `request_state`). In the 2026-07-28 era the agent gets an `input_required`
-result and retries the call with `inputResponses` (the request state sealed by
-the SDK's RequestStateBoundary, bound to the tool and its arguments); in the
-handshake era the bridge sends the requests to the client on the call's stream
-itself. Log lines (`agui.tool.log`) reach agents at the level they asked for:
-handshake clients with `logging/setLevel`, 2026-07-28 clients per request.
+result and retries the call with `inputResponses` and the request state (sealed by
+the SDK's RequestStateBoundary, bound to the tool and its arguments; within it the
+bridge binds the room, the agent's credential and the keys asked, and the state is
+good for one retry); in the handshake era the bridge sends the requests to the
+client on the call's stream itself. Log lines (`agui.tool.log`) reach agents at the
+level they asked for: handshake clients with `logging/setLevel`, 2026-07-28 clients
+per request.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Final, get_args
 from weakref import WeakKeyDictionary
 
@@ -26,6 +30,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from bridge.used_states import UsedStates
 
 INPUT_ROUNDS_MAX = 8  # input requests one call may make before the bridge gives up on the page
 _LEVELS: Final = get_args(types.LoggingLevel)
@@ -58,21 +64,43 @@ def client_capabilities(ctx: ServerRequestContext) -> dict[str, Any]:
 _declared: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()  # handshake session -> its capabilities
 
 
-def answers_in(ctx: ServerRequestContext) -> dict[str, Any]:
-    """A 2026-07-28 retry's answers and the page's own request state, as the page is told them (read from
-    the request as sent: the SDK's typed params reshape the answers)."""
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A 2026-07-28 call answering a page's input request: what the page is told (`input_responses`,
+    `request_state`), and the id of the state it came with, which one retry spends."""
+
+    asked: dict[str, Any]
+    state_id: str
+
+
+def answers_in(ctx: ServerRequestContext, *, room: str, agent: str) -> Retry | None:
+    """The retry a call is, if it comes with a request state: read from the request as sent (the SDK's
+    typed params reshape the answers). The state must have been issued in `room` to `agent` (a digest
+    of its credential); only answers to the keys it asked pass. Answers without a state are nobody's
+    to give: dropped, the call is a first call and the page asks again."""
     params = ctx.params or {}
     responses, sealed = params.get("inputResponses"), params.get("requestState")
-    if responses is None and sealed is None:
-        return {}
     responses = checked_responses({} if responses is None else responses)
+    if sealed is None:
+        return None
     try:  # the SDK's boundary verified the seal and put back the plaintext the bridge minted
         state = json.loads(sealed) if isinstance(sealed, str) else {}
     except ValueError:
         state = None
-    if not isinstance(state, dict):
+    if not (isinstance(state, dict) and isinstance(state.get("id"), str) and isinstance(state.get("keys"), list)):
         raise MCPError(types.INVALID_PARAMS, "Invalid requestState.")
-    return {"input_responses": responses, "request_state": state.get("page")}
+    if state.get("room") != room or state.get("agent") != agent:
+        raise MCPError(types.INVALID_PARAMS, "This requestState was issued in another room or to an agent with "
+                                             "another credential.")
+    answers = {key: responses[key] for key in state["keys"] if key in responses}
+    return Retry({"input_responses": answers, "request_state": state.get("page")}, state["id"])
+
+
+async def spend(retry: Retry, used: UsedStates) -> None:
+    """The retry takes its state: a state is good for one retry that reaches the page."""
+    if not await used.spend(retry.state_id):
+        raise MCPError(types.INVALID_PARAMS, "This requestState was already used: each is good for one retry. "
+                                             "Call the tool again without it to start over.")
 
 
 def checked_responses(responses: Any) -> dict[str, Any]:
@@ -86,10 +114,13 @@ def declares_extension(ctx: ServerRequestContext, extension: str) -> bool:
     return isinstance((client_capabilities(ctx).get("extensions") or {}).get(extension), dict)
 
 
-def input_required(asked: dict[str, Any]) -> dict[str, Any]:
-    """The 2026-07-28 answer to a call whose page needs input; the SDK seals `requestState`."""
-    return {"resultType": "input_required", "inputRequests": asked["inputRequests"],
-            "requestState": json.dumps({"page": asked["requestState"]})}
+def input_required(asked: dict[str, Any], *, room: str, agent: str) -> dict[str, Any]:
+    """The 2026-07-28 answer to a call whose page needs input; the SDK seals `requestState`, in which
+    the bridge binds the room, the agent (a digest of its credential) and the keys asked, and names
+    the state so that one retry spends it."""
+    state = {"page": asked["requestState"], "room": room, "agent": agent, "keys": list(asked["inputRequests"]),
+             "id": secrets.token_urlsafe(16)}
+    return {"resultType": "input_required", "inputRequests": asked["inputRequests"], "requestState": json.dumps(state)}
 
 
 async def ask_client(ctx: ServerRequestContext, requests: dict[str, Any]) -> dict[str, Any]:

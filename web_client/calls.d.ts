@@ -18,6 +18,16 @@ export interface Call {
   done: boolean;
 }
 
+/** An input request this page made (`askAgent`), until the agent's answers come back with its id. */
+export interface Ask {
+  /** The tool whose call asked. */
+  tool: string;
+  /** The keys it asked: only answers to these are taken. */
+  keys: string[];
+  /** The handler's `state`, as JSON, given back as `requestState` with the answers. */
+  state: string | undefined;
+}
+
 /** The events the calls announce, with their details. */
 export type CallEvents = Pick<AguiBridgeEventMap, "invoke" | "result" | "cancel" | "progress">;
 

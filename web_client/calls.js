@@ -9,18 +9,27 @@ import { abortError, errorMessage } from "./errors.js";
 
 const SENT_ANSWERS_KEPT = 200; // answers kept to send again if the bridge says it never got them
 const FINISHED_CALLS_KEPT = 5000; // call ids remembered after they end, to ignore replays
+const ASKS_KEPT = 1000; // input requests remembered until the agent's answers come back
 
 /**
- * The state a handler gave `askAgent`, as the bridge hands it back.
+ * The id an `askAgent` request state carries, as the bridge hands it back.
  * @param {unknown} text
+ * @returns {string | undefined}
  */
-function parsedState(text) {
+function askId(text) {
   if (typeof text !== "string") return undefined;
   try {
-    return JSON.parse(text);
+    const id = JSON.parse(text)?.ask;
+    return typeof id === "string" ? id : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** An unguessable id for one input request (crypto.randomUUID needs a secure context; this does not). */
+function newAskId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** @implements {types.Calls} */
@@ -38,6 +47,8 @@ export class Calls {
     this._sent = new Map();
     /** @type {Map<string, types.BridgeMessage>} call_id -> invocation held until its tool is registered */
     this.parked = new Map();
+    /** @type {Map<string, types.Ask>} the input requests this page made whose answers have not come back, by id */
+    this._asks = new Map();
   }
 
   /** @returns {ActiveCall[]} */
@@ -68,6 +79,7 @@ export class Calls {
     this._running.set(callId, call);
     this._link.emit("invoke", { callId, tool: call.tool, name: call.name, params: call.params,
       mcpRequestId: message.mcp_request_id });
+    const answered = this._answersTo(message);
     if (!handler) {
       this._answer(call, { error: { message: `This page has no tool named ${JSON.stringify(message.tool)} (any more).` } });
       return;
@@ -80,10 +92,10 @@ export class Calls {
       name: call.name,
       progress: (progress, total, text) => this._progress(call, progress, total, text),
       log: (level, data, logger) => this._log(call, level, data, logger),
-      askAgent: (requests, state) => this._askAgent(call, message.input_responses ?? {}, requests, state),
+      askAgent: (requests, state) => this._askAgent(call, answered.responses, requests, state),
       clientCapabilities: message.client_capabilities ?? {},
-      inputResponses: message.input_responses ?? {},
-      requestState: parsedState(message.request_state),
+      inputResponses: answered.responses,
+      requestState: answered.state,
     };
     /** @type {Promise<ToolResult>} */
     let running;
@@ -229,6 +241,25 @@ export class Calls {
   }
 
   /**
+   * What an invocation answers of this page's own input requests: the answers to the keys one of them
+   * asked, and the state it was given, when the invocation comes back with that request's state
+   * (each request is answered once). Anything else is nobody's answer: none, and no state.
+   * @param {types.BridgeMessage} message
+   * @returns {{responses: Record<string, any>, state: any}}
+   */
+  _answersTo(message) {
+    const id = askId(message.request_state);
+    const ask = id === undefined ? undefined : this._asks.get(id);
+    if (!ask || ask.tool !== message.tool) return { responses: {}, state: undefined };
+    this._asks.delete(/** @type {string} */ (id));
+    const given = message.input_responses ?? {};
+    /** @type {Record<string, any>} */
+    const responses = {};
+    for (const key of ask.keys) if (Object.hasOwn(given, key)) responses[key] = given[key];
+    return { responses, state: ask.state === undefined ? undefined : JSON.parse(ask.state) };
+  }
+
+  /**
    * The agent's answers to `requests`, when this invocation carries them all; otherwise ask for them:
    * this run of the handler ends (its signal aborts, the promise never settles) and the bridge
    * invokes the tool again with the answers in `inputResponses` and `state` in `requestState`.
@@ -244,9 +275,15 @@ export class Calls {
       return Promise.resolve(Object.fromEntries(keys.map((key) => [key, responses[key]])));
     }
     if (call.done) return Promise.reject(abortError("The call has ended."));
-    /** @type {Record<string, unknown>} */
-    const message = { type: "agui.tool.input_request", call_id: call.callId, requests };
-    if (state !== undefined) message.requestState = JSON.stringify(state);
+    // The state stays here; the bridge carries only the request's id, which the answers must come back with.
+    const id = newAskId();
+    const message = { type: "agui.tool.input_request", call_id: call.callId, requests,
+      requestState: JSON.stringify({ ask: id }) };
+    this._asks.set(id, { tool: call.tool, keys, state: state === undefined ? undefined : JSON.stringify(state) });
+    for (const oldest of this._asks.keys()) {
+      if (this._asks.size <= ASKS_KEPT) break;
+      this._asks.delete(oldest);
+    }
     call.done = true;
     this._finish(call.callId);
     if (!this._link.send(message)) this._outbox.set(call.callId, message);

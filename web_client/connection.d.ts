@@ -85,13 +85,14 @@ export interface ToolCallContext {
    * Resolves with the answers by key when this invocation carries them all (`inputResponses`);
    * otherwise this run of the handler ends — its `signal` aborts and the promise never settles —
    * and the bridge invokes the tool again, with the same arguments, once the agent has answered;
-   * `state` comes back as `requestState`. Ask only for capabilities `clientCapabilities` declares:
-   * otherwise the call ends with an error for the agent.
+   * `state` comes back as `requestState`. Only answers to a request this page made, to the keys it
+   * asked, count (once): answers an agent sends unasked never resolve it. Ask only for capabilities
+   * `clientCapabilities` declares: otherwise the call ends with an error for the agent.
    */
   askAgent(requests: Record<string, InputRequest>, state?: JSONValue): Promise<Record<string, any>>;
   /** What the agent's MCP client declared it can do (`elicitation`, `sampling`, `roots`…). */
   clientCapabilities: Record<string, unknown>;
-  /** The agent's answers to what an earlier run of this call asked, by key. */
+  /** The agent's answers to what an earlier run of this call asked, by key (only the keys it asked). */
   inputResponses: Record<string, any>;
   /** The `state` an earlier run of this call gave `askAgent`. */
   requestState: JSONValue | undefined;
