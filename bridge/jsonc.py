@@ -72,21 +72,21 @@ class _Member:
 
 def with_member(text: str, path: Sequence[str], value: Any) -> str:
     """`text`, a JSONC object, with the member at `path` (keys from the top) set to `value`: objects on
-    the way that are missing are added; nothing else in the text changes. ValueError when the result
-    would not read back as the same data with that one member set (the caller then writes the data
-    anew): an object on the way that is not one, or a text this editor does not understand."""
+    the way that are missing are added; nothing else in the text changes. ValueError when `text` is not
+    JSONC, an object on the way is not one, or the result would not read back as the same data with that
+    one member set (the edit checks itself, so a text it misunderstood is never written)."""
     plain = blanked(text)
     if not plain.strip():  # nothing but comments, if anything: they stay above the new object
         return text + ("\n" if text and not text.endswith("\n") else "") + _dumps(_nested(path, value), "") + "\n"
     expected = json.loads(plain)
     _set(expected, path, value)
-    start = BLANKS.match(plain).end()  # type: ignore[union-attr]  # matches always
+    start = _skip(plain, 0)
     for depth, key in enumerate(path):
-        opening, members = _object_at(plain, start)
+        members = _members(plain, start)
         found = [m for m in members if m.key == key]  # the last of duplicate keys is the one JSON reads
         rest = _nested(path[depth + 1:], value)
         if not found:
-            edited = _insert(text, opening, members, key, rest)
+            edited = _insert(text, start, members, key, rest)
             break
         member = found[-1]
         if depth == len(path) - 1:
@@ -113,20 +113,27 @@ def _nested(path: Sequence[str], value: Any) -> Any:
     return value
 
 
-def _object_at(plain: str, start: int) -> tuple[int, list[_Member]]:
-    """The members of the object whose `{` is at `start` in the blanked text."""
+def _members(plain: str, start: int) -> list[_Member]:
+    """The members of the object whose `{` is at `start` in the blanked text (which json has read whole)."""
     if plain[start:start + 1] != "{":
         raise ValueError("not an object")
-    members, i = [], BLANKS.match(plain, start + 1).end()  # type: ignore[union-attr]
+    members, i = [], _skip(plain, start + 1)
     while plain[i] != "}":
         key, colon = _DECODER.raw_decode(plain, i)
-        value_start = BLANKS.match(plain, BLANKS.match(plain, colon).end() + 1).end()  # type: ignore[union-attr]
+        value_start = _skip(plain, _skip(plain, colon) + 1)
         _, value_end = _DECODER.raw_decode(plain, value_start)
         members.append(_Member(key, i, value_start, value_end))
-        i = BLANKS.match(plain, value_end).end()  # type: ignore[union-attr]
+        i = _skip(plain, value_end)
         if plain[i] == ",":
-            i = BLANKS.match(plain, i + 1).end()  # type: ignore[union-attr]
-    return start, members
+            i = _skip(plain, i + 1)
+    return members
+
+
+def _skip(text: str, at: int) -> int:
+    """The first position from `at` on that is not a JSON blank."""
+    blanks = BLANKS.match(text, at)
+    assert blanks is not None  # a pattern of `*` matches everywhere
+    return blanks.end()
 
 
 def _insert(text: str, opening: int, members: list[_Member], key: str, value: Any) -> str:
@@ -142,7 +149,7 @@ def _insert(text: str, opening: int, members: list[_Member], key: str, value: An
     last = members[-1]
     indent = _indent(text, last.key_start)
     comments_only = blanked(text, trailing_commas=False)
-    after = BLANKS.match(comments_only, last.value_end).end()  # type: ignore[union-attr]
+    after = _skip(comments_only, last.value_end)
     trailing_comma = comments_only[after] == ","
     # After the last member's line, so a comment that ends that line stays with it.
     cut = after + 1 if trailing_comma else last.value_end
