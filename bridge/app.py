@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from bridge import __version__
+from bridge import __version__, client_config
 from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
 from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
@@ -200,6 +200,7 @@ class Bridge:
             if refusal is not None:
                 return refusal
             state = {"version": __version__} | self.hub.state()  # a stdio agent tells a bridge from another server
+            state["cli"] = client_config.executable()  # the demo page's config command names this installation
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])
             return JSONResponse(state)

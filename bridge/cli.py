@@ -9,7 +9,7 @@ import logging.config
 import sys
 from pathlib import Path
 
-from bridge import __version__, client_config
+from bridge import __version__, client_config, user_files
 from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
 from bridge.server import PortInUse, RunningServer, log_config, serve, serve_stdio
 
@@ -57,8 +57,8 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
                                                  "bridge over stdio, with this installation's absolute path")
     config.add_argument("client", choices=client_config.CLIENTS)
     config.add_argument("--name", default=client_config.DEFAULT_NAME, help="the server's name in the client's config")
-    config.add_argument("--write", action="store_true", help="merge it into the client's config file (a .bak "
-                                                             "of the old file is kept)")
+    config.add_argument("--write", action="store_true", help="merge it into the client's config file (the old "
+                                                             "file is kept as .bak, .bak.1, …)")
     config.add_argument("--config-file", type=Path, help="that file, when not where the client keeps it by default")
     add_arguments(config, "stdio")  # the settings the client's bridge will start with
     args = parser.parse_args(argv)
@@ -71,16 +71,22 @@ def _configure_client(args: argparse.Namespace, settings: Settings) -> None:
     entry = client_config.server_entry(args.client, settings)
     if not args.write:
         print(client_config.snippet(args.client, args.name, entry))
+        _say(client_config.snippet_notes(args.client, entry))
         return
     path = args.config_file or client_config.config_file(args.client)
+    # The project's .mcp.json may come with a cloned repository: a link there may not lead out of it.
+    within = Path.cwd() if args.client == "claude-code" and args.config_file is None else None
     try:
-        backup = client_config.write(path, args.client, args.name, entry)
-    except (UnusableSettings, OSError) as exc:
+        written = client_config.write(path, args.client, args.name, entry, within)
+    except (UnusableSettings, user_files.Refused, OSError) as exc:
         print(f"agui-mcp-bridge: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    kept = f" (the old file is kept as {backup})" if backup else ""
-    print(f"agui-mcp-bridge: wrote server {args.name!r} to {path}{kept}; restart {args.client} to use it.",
-          file=sys.stderr)
+    _say(client_config.written_notes(args.client, args.name, path, written, entry))
+
+
+def _say(notes: list[str]) -> None:
+    for note in notes:
+        print(f"agui-mcp-bridge: {note}", file=sys.stderr)
 
 
 def _announce(server: RunningServer) -> None:

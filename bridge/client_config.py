@@ -3,7 +3,9 @@
 The entry names this installation's executable by its absolute path (GUI apps such as Claude
 Desktop do not read the shell's PATH) and carries the settings given with it: plain ones as
 flags, tokens in `env` (a process's arguments are visible to every user of the machine).
-With `--write` it is merged into the client's own config file, after a backup of that file.
+With `--write` it is merged into the client's own config file (JSON, or VS Code's JSON with comments,
+whose comments and layout are kept), after a backup of that file (bridge/user_files.py: how it is
+written safely). What the user should know about where a token ends up is said beside it.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from bridge import jsonc, user_files
 from bridge.config import ENV_PREFIX, Settings, UnusableSettings
 
 CLIENTS = ("claude-desktop", "cursor", "vscode", "claude-code")
@@ -87,26 +90,70 @@ def snippet(client: str, name: str, entry: dict[str, Any]) -> str:
     return json.dumps({servers_key(client): {name: entry}}, indent=2)
 
 
-def write(path: Path, client: str, name: str, entry: dict[str, Any]) -> Path | None:
-    """Merge the entry into the config file (made if missing); returns the backup of the old file, if any."""
-    existing: dict[str, Any] = {}
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8") or "{}")
-        except ValueError as exc:
-            raise UnusableSettings(f"{path} is not JSON ({exc}); fix or move it, then run this again.") from None
-        if not isinstance(existing, dict) or not isinstance(existing.get(servers_key(client), {}), dict):
-            raise UnusableSettings(f"{path} does not hold a JSON object with a '{servers_key(client)}' object.")
-    backup = None
-    if path.exists():
-        backup = path.with_name(path.name + ".bak")
-        shutil.copy2(path, backup)
-    existing.setdefault(servers_key(client), {})[name] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(existing, indent=2) + "\n", encoding="utf-8")
-    temporary.replace(path)  # the client never reads half a file
-    return backup
+def snippet_notes(client: str, entry: dict[str, Any]) -> list[str]:
+    """What the user should know before using the snippet."""
+    if client != "claude-code" or not entry.get("env"):
+        return []
+    variable = next(iter(entry["env"]))
+    return [f"this command carries {', '.join(entry['env'])} on its command line: your shell's history keeps it, "
+            "and other users of this machine can see it (ps) while it runs. To keep it out of the history, export "
+            f"the variable first and give it as --env={variable}=\"${variable}\"."]
+
+
+@dataclass(frozen=True)
+class Written:
+    file: user_files.Rewritten
+    had_comments: bool  # and kept them
+
+
+def write(path: Path, client: str, name: str, entry: dict[str, Any], within: Path | None = None) -> Written:
+    """Merge the entry into the config file (made if missing): the file's other servers, settings, comments
+    and layout are kept. `within`: the folder a link at `path` must lead into (a project's file)."""
+    file = user_files.target(path, within)
+    key = servers_key(client)
+    try:
+        old = file.read_text(encoding="utf-8-sig") if file.exists() else ""  # -sig: a BOM some editors write
+        existing = jsonc.loads(old) if jsonc.blanked(old).strip() else {}
+    except RecursionError:
+        raise UnusableSettings(f"{path} nests its values too deeply to be read; fix or move it, then run this "
+                               "again.") from None
+    except ValueError as exc:  # UnicodeDecodeError too
+        raise UnusableSettings(f"{path} is not JSON ({exc}); fix or move it, then run this again.") from None
+    if not isinstance(existing, dict) or not isinstance(existing.get(key, {}), dict):
+        raise UnusableSettings(f"{path} does not hold a JSON object with a '{key}' object.")
+    try:
+        text = jsonc.with_member(old, [key, name], entry)
+    except ValueError as exc:  # the edit checks itself: the file is never written otherwise than meant
+        raise UnusableSettings(f"could not add the server to {path} keeping the rest as it is ({exc}); add it "
+                               f"by hand (`agui-mcp-bridge config {client}` prints it).") from None
+    had_comments = jsonc.blanked(old, trailing_commas=False) != old
+    return Written(user_files.rewrite(file, text, private=bool(entry.get("env"))), had_comments)
+
+
+def written_notes(client: str, name: str, path: Path, written: Written, entry: dict[str, Any]) -> list[str]:
+    """What `--write` did, and what the user should know about the file now."""
+    file = written.file
+    where = f"{file.target}" + (f" (through the link {path})" if file.target != path else "")
+    if not file.changed:
+        notes = [f"{where} already has this server {name!r}; nothing changed."]
+    else:
+        kept = f"; the old file is kept as {file.backup}" if file.backup else ""
+        notes = [f"wrote server {name!r} to {where}{kept}; restart {client} to use it."]
+    if written.had_comments and file.changed:
+        notes.append("its comments and layout are kept.")
+    if entry.get("env"):
+        notes.append(f"{file.target} holds a token: it is readable by you only (mode {file.mode:o}).")
+    if client == "claude-code":
+        notes.append(f"{file.target} is this project's own file (`git status` shows it): once committed, everyone "
+                     "who gets the project has it.")
+        if entry.get("env"):
+            variable = next(iter(entry["env"]))
+            backups = " (and the backups beside it may)" if file.backup else ""
+            notes.append(f"it holds the token{backups}: do not commit it as is. Keep the secret out of the project: "
+                         f"write \"${{{variable}}}\" in place of the token (Claude Code reads it from the environment "
+                         "you start it in), or add the server in your own scope (`claude mcp add --scope user …`; "
+                         "`agui-mcp-bridge config claude-code` without --write prints the command).")
+    return notes
 
 
 def _quote(part: str) -> str:

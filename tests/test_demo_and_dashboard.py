@@ -7,12 +7,15 @@ The agent is the real MCP SDK client; pages that only register tools are the web
 from __future__ import annotations
 
 import asyncio
+import shlex
 import subprocess
 import sys
 
 from browser_support import mcp_client, mounted_bridge, open_page, screenshot_path, text_of, wait_for_tools
 from support import page as ws_page
-from support import tool
+from support import running_bridge, tool
+
+from bridge.client_config import executable
 
 DASHBOARD_READY = "document.getElementById('status').textContent === 'live'"
 
@@ -21,23 +24,41 @@ async def connect_box_text(page) -> str:
     return await page.locator("section[aria-labelledby=connect-title]").inner_text()
 
 
+CLI = shlex.join(executable())  # this installation's agui-mcp-bridge, by its absolute path
+
+
+async def config_command(page, expected: str) -> str:
+    """The demo's config command once it shows `expected` (the bridge names its executable after the page loads)."""
+    await page.wait_for_function("(text) => document.getElementById('stdio-command').textContent === text",
+                                 arg=expected)
+    return await page.text_content("#stdio-command")
+
+
 async def test_demo_shows_this_bridges_mcp_url_and_config_command(browser, bridge):
     port = bridge.url.rsplit(":", 1)[1]
     async with open_page(browser, bridge.url + "/") as page:
         assert await page.text_content("#mcp-url") == f"http://127.0.0.1:{port}/mcp"
         assert bridge.mcp_url() in await page.text_content("#claude-code")
-        assert await page.text_content("#stdio-command") == f"agui-mcp-bridge config claude-desktop --port {port}"
+        assert await config_command(page, f"{CLI} config claude-desktop --port {port}")
         box = await connect_box_text(page)
-        assert "absolute path" in box
+        assert "absolute path" in box and "terminal" in box
+        assert await page.locator("#cli-hint").is_hidden()
         assert "8765" not in box, "the box speaks of the port this bridge is on"
     async with open_page(browser, bridge.url + "/?room=team") as page:
         assert await page.text_content("#mcp-url") == f"http://127.0.0.1:{port}/rooms/team/mcp"
-        command = await page.text_content("#stdio-command")
-        assert command == f"agui-mcp-bridge config claude-desktop --port {port} --room team"
+        command = await config_command(page, f"{CLI} config claude-desktop --port {port} --room team")
     # The command shown is one the CLI takes, and its entry starts a bridge with those settings.
-    printed = subprocess.run([sys.executable, "-m", "bridge.cli", *command.split()[1:]],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+    printed = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=30, check=True).stdout
     assert '"stdio"' in printed and f'"{port}"' in printed and '"team"' in printed
+
+
+async def test_demo_without_the_bridges_path_says_where_the_command_is(browser):
+    """A bridge that wants an agent token does not tell this page its path: the bare name, and where to find it."""
+    async with running_bridge(agent_token="t" * 32) as bridge, open_page(browser, bridge.url + "/") as page:
+        await page.locator("#cli-hint").wait_for()
+        assert ".venv/bin/agui-mcp-bridge" in await page.locator("#cli-hint").inner_text()
+        port = bridge.url.rsplit(":", 1)[1]
+        assert await page.text_content("#stdio-command") == f"agui-mcp-bridge config claude-desktop --port {port}"
 
 
 async def test_demo_under_a_mount_prefix_shows_the_prefixed_mcp_url(browser):
@@ -45,7 +66,7 @@ async def test_demo_under_a_mount_prefix_shows_the_prefixed_mcp_url(browser):
         assert await page.text_content("#mcp-url") == bridge.url + "/mcp"
         assert bridge.url + "/mcp" in await page.text_content("#claude-code")
         # The host app's port is not one a bridge started over stdio could take.
-        assert await page.text_content("#stdio-command") == "agui-mcp-bridge config claude-desktop"
+        assert await config_command(page, f"{CLI} config claude-desktop")
         assert "8765" not in await connect_box_text(page)
         async with open_page(browser, bridge.url + "/?room=team") as team_page:
             assert await team_page.text_content("#mcp-url") == bridge.url + "/rooms/team/mcp"

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from browser_support import ROOT, open_page, static_server
@@ -122,7 +123,9 @@ async def test_mcp_client_configs():
     directory = EXAMPLES / "mcp_client_configs"
     for name, (key, kind) in CONFIGS.items():
         server = json.loads((directory / name).read_text())[key]["agui-bridge"]
-        assert server["command"] == "agui-mcp-bridge" and server["args"] == ["stdio"], name
+        # An absolute path: GUI clients do not read the shell's PATH (a placeholder; `config <client>` writes yours).
+        command = Path(server["command"])
+        assert command.is_absolute() and command.name == "agui-mcp-bridge" and server["args"] == ["stdio"], name
         assert server.get("type") == kind, name
     for name in ("cursor_mcp_http.json", "vscode_mcp_http.json"):
         server = next(iter(json.loads((directory / name).read_text()).values()))["agui-bridge"]
