@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, room_name_problem, tokens_match
+from bridge.agui_input import Limit, Unreadable, read_run_input
 from bridge.config import Settings
 from bridge.hub import Hub
 from bridge.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
@@ -156,6 +157,11 @@ class AguiEndpoint:
         self.hub, self.settings, self.origins, self.attempts = hub, settings, origins, attempts
         self.encoder = EventEncoder()
         self._threads: dict[tuple[str, str], Thread] = {}
+        self._limits = {
+            "messages": Limit(settings.max_run_messages, "max_run_messages", "The bridge reads only the answers "
+                              "to its calls: an app may send just the messages since its last run."),
+            "tools": Limit(settings.max_tools_per_page, "max_tools_per_page", "A run's tools are one page's."),
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -201,16 +207,9 @@ class AguiEndpoint:
             if len(body) > limit:
                 raise Refused(413, "too_large", f"The request exceeds {limit} bytes.")
         try:
-            raw = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            raise Refused(400, "bad_json", f"The body is not JSON: {exc}") from None
-        try:
-            run_input = RunAgentInput.model_validate(raw)
-        except ValidationError as exc:
-            errors = [{"field": ".".join(map(str, e["loc"])) or "(body)", "message": e["msg"]} for e in exc.errors()]
-            raise Refused(422, "invalid_input", f"Invalid RunAgentInput: {validation_summary(exc)}",
-                          errors=errors) from None
-        return run_input, token
+            return await read_run_input(bytes(body), self._limits), token
+        except Unreadable as exc:
+            raise Refused(exc.status, exc.code, str(exc), **exc.extra) from None
 
     def _check_token(self, room: str, token: str | None, address: str) -> None:
         """The room's page token, checked before the body is read; wrong ones slowed down per address

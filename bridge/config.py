@@ -56,6 +56,7 @@ class Settings:
     max_tools_per_room: int = field(default=DEFAULTS.max_tools_per_room, metadata={"help": "most tools in one room"})
     max_calls_per_page: int = field(default=DEFAULTS.max_calls_per_page, metadata={"help": "most calls waiting for one page"})
     max_calls_per_room: int = field(default=DEFAULTS.max_calls_per_room, metadata={"help": "most calls waiting in one room"})
+    max_run_messages: int = field(default=10_000, metadata={"help": "most messages one AG-UI run may carry (the app's history); a run with more is refused (413)"})
     max_description_chars: int = field(default=DEFAULTS.max_description_chars, metadata={"help": "longest tool description a page may register, in characters"})
     max_schema_bytes: int = field(default=DEFAULTS.max_schema_bytes, metadata={"help": "largest input or output schema (JSON bytes)"})
     max_schema_depth: int = field(default=DEFAULTS.max_schema_depth, metadata={"help": "deepest nesting of a schema"})

@@ -137,6 +137,13 @@ export interface ConnectOptions {
   /** Ms to wait for the bridge's welcome before trying again (default 10000). */
   helloTimeout?: number;
   /**
+   * Failed attempts in a row (nothing answering at `url`) before the page says it cannot reach the bridge
+   * (default 3, about a second): a `console.warn` naming the URL and what to check, and an `error` event
+   * (`UnreachableDetail`). Said again each time the count doubles (6, 12, 24…: rarely, however long it
+   * waits); once connected, a `console.info` says after how many. `connect()` keeps waiting all along.
+   */
+  unreachableAfter?: number;
+  /**
    * After a reload resumed the session, ms the page has to register its tools again (default 5000).
    * Calls for the previous page's tools wait for their handler that long; then the tools the page
    * did not register again are unregistered and the calls for them fail.
@@ -177,8 +184,8 @@ export interface ActiveCall {
 }
 
 /**
- * An `agui.error` frame from the bridge, or a client-side problem (`unreachable`: once an outage, while
- * it tries again; `bad_frame`, `bad_event`, `events_failed`, `send_failed`, `replaced`, `webmcp`).
+ * An `agui.error` frame from the bridge, or a client-side problem (`unreachable`: see `UnreachableDetail`;
+ * `bad_frame`, `bad_event`, `events_failed`, `send_failed`, `replaced`, `webmcp`).
  */
 export interface BridgeErrorDetail {
   code: string;
@@ -187,6 +194,27 @@ export interface BridgeErrorDetail {
   tool?: string;
   reply_to?: string | number;
   [field: string]: unknown;
+}
+
+/**
+ * The `error` event of a page that cannot reach the bridge, while it keeps trying: after
+ * `unreachableAfter` failed attempts in a row, then each time their count doubles. The same text goes
+ * to the console (`console.warn`, prefixed `agui-bridge:`).
+ */
+export interface UnreachableDetail extends BridgeErrorDetail {
+  code: "unreachable";
+  /** Says which URL, how many attempts, and `hint`. */
+  message: string;
+  /** The bridge's base URL the page was given (`ConnectOptions.url`, ending with "/"). */
+  url: string;
+  /** The WebSocket URL it tries (`<url>agui/ws`, `ws:` or `wss:`). */
+  webSocketUrl: string;
+  /** Failed attempts in a row so far. */
+  attempts: number;
+  /** When the first of them failed (ms since the epoch, as `Date.now()`). */
+  since: number;
+  /** What to check: is the bridge running, on this host and port, and is `url` where it listens. */
+  hint: string;
 }
 
 export interface AguiBridgeEventMap {

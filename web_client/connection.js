@@ -103,6 +103,7 @@ function forgetStoredSession(key) {
  * - `statechange` {state, previous}: connecting → open → reconnecting → open … → closed
  *   (connecting → reconnecting while the bridge cannot be reached yet)
  * - `error`       {code, message, call_id?, tool?, reply_to?}: an `agui.error` frame, or a client-side problem
+ *   (`unreachable` {url, webSocketUrl, attempts, since, hint}: after a few failed attempts, then rarely)
  * - `session`     {session_id, room, resumed}: after every welcome
  * - `registered`  {tools: [{tool, name}]}: the bridge registered tools (their MCP names)
  * - `invoke`      {callId, tool, name, params}: a call started
@@ -124,6 +125,7 @@ export class AguiBridge extends EventTarget {
       reconnectDelay = 250,
       maxReconnectDelay = 10_000,
       helloTimeout = 10_000,
+      unreachableAfter = 3,
       reregisterTimeout = 5000,
       leaveOnPageHide = false,
       WebSocket: WebSocketImpl = globalThis.WebSocket,
@@ -133,15 +135,16 @@ export class AguiBridge extends EventTarget {
     this.room = room;
     this.token = token;
     this.pageInfo = page;
-    this.options = { reconnectDelay, maxReconnectDelay, helloTimeout, reregisterTimeout, leaveOnPageHide };
+    this.options = { reconnectDelay, maxReconnectDelay, helloTimeout, unreachableAfter, reregisterTimeout,
+      leaveOnPageHide };
 
     this._storageKey = `${STORAGE_PREFIX}${this.url} ${room}`;
     // The page this one replaces in the tab (a reload) left its session for us to resume.
     const previous = takeStoredSession(this._storageKey);
 
     this._transport = new Transport(this.url,
-      { reconnectDelay, maxReconnectDelay, helloTimeout, leaveOnPageHide, WebSocket: WebSocketImpl,
-        EventSource: EventSourceImpl },
+      { reconnectDelay, maxReconnectDelay, helloTimeout, unreachableAfter, leaveOnPageHide,
+        WebSocket: WebSocketImpl, EventSource: EventSourceImpl },
       {
         hello: () => this._hello(),
         welcomed: (message, resumed, lost) => this._welcomed(message, resumed, lost),

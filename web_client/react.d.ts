@@ -24,7 +24,7 @@ export interface BridgeProviderProps {
   options?: Omit<ConnectOptions, "url" | "room" | "token">;
   /**
    * Told of each problem: the refusal that ends the connection (status `refused`), and while it lives
-   * the bridge's `agui.error`s and the client's own (`unreachable` once an outage, …).
+   * the bridge's `agui.error`s and the client's own (`unreachable` after a few failed attempts, then rarely, …).
    */
   onError?: (error: AguiBridgeError) => void;
   children?: ReactNode;

@@ -14,6 +14,8 @@ export interface TransportOptions {
   maxReconnectDelay: number;
   /** Ms to wait for the bridge's welcome before trying again. */
   helloTimeout: number;
+  /** Failed attempts in a row before the page says it cannot reach the bridge (then each time they double). */
+  unreachableAfter: number;
   /** pagehide leaves (close 1000) rather than keeping the session for the next page of the tab (close 4001). */
   leaveOnPageHide: boolean;
   WebSocket: typeof WebSocket;
@@ -34,7 +36,8 @@ export interface TransportOwner {
   /** An event of the event stream. */
   asked(type: "agui.tool.invoke" | "agui.tool.cancel", message: BridgeMessage): void;
   stateChanged(state: ConnectionState, previous: ConnectionState): void;
-  /** An `agui.error` frame about the connection, or a problem of the transport's own. */
+  /** An `agui.error` frame about the connection, or a problem of the transport's own (`unreachable` also goes to the
+   * console). */
   error(detail: BridgeErrorDetail): void;
   /** Closing for good: `failure` says why when the bridge refused the page, null after `close()` by the page. */
   closing(failure: AguiBridgeError | null): void;

@@ -5,7 +5,7 @@
  * protocol that owns it (connection.js) does. Types: transport.d.ts.
  */
 /** @import * as types from "./transport.js" */
-/** @import { BridgeErrorDetail, ConnectionState } from "./connection.js" */
+/** @import { BridgeErrorDetail, ConnectionState, UnreachableDetail } from "./connection.js" */
 import { AguiBridgeError, errorMessage } from "./errors.js";
 
 export const CLOSE_NORMAL = 1000; // disconnect(): the bridge drops the page at once
@@ -22,6 +22,55 @@ function webSocketUrl(base) {
   const url = new URL("agui/ws", base);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   return url.href;
+}
+
+/**
+ * The attempts in a row that did not reach the bridge (nothing listens there, or it is not the
+ * bridge). Reported after `reportAfter` of them, then each time their count doubles: said soon,
+ * then rarely, however long the page waits (it may well be open before the bridge starts).
+ */
+class Outage {
+  /**
+   * @param {string} url  the bridge's base URL
+   * @param {number} reportAfter
+   */
+  constructor(url, reportAfter) {
+    this.url = url;
+    this.reportAfter = Math.max(1, reportAfter);
+    this.attempts = 0;
+    this.since = 0; // Date.now() of the first failed attempt
+    this._nextReport = this.reportAfter;
+  }
+
+  /**
+   * One more attempt failed.
+   * @returns {UnreachableDetail | null} what to report now, if anything
+   */
+  failed() {
+    if (this.attempts === 0) this.since = Date.now();
+    this.attempts += 1;
+    if (this.attempts < this._nextReport) return null;
+    this._nextReport = this.attempts * 2;
+    const { host } = new URL(this.url);
+    const seconds = ((Date.now() - this.since) / 1000).toFixed(1);
+    const hint = `Is the bridge running (agui-mcp-bridge serve, or the agent that starts it), and on ${host}? ` +
+      "connect({ url }) must name where it listens (port 8765 unless started with --port), with its mount " +
+      "prefix when it is mounted in an app.";
+    return {
+      code: "unreachable", url: this.url, webSocketUrl: webSocketUrl(this.url), attempts: this.attempts,
+      since: this.since, hint,
+      message: `Cannot reach the bridge at ${this.url} (its WebSocket ${webSocketUrl(this.url)}: ${this.attempts} ` +
+        `attempts in ${seconds} s; still trying). ${hint}`,
+    };
+  }
+
+  /** The bridge welcomed the page: how many attempts had failed, if the outage was reported (else 0). */
+  ended() {
+    const reported = this.attempts >= this.reportAfter ? this.attempts : 0;
+    this.attempts = 0;
+    this._nextReport = this.reportAfter;
+    return reported;
+  }
 }
 
 /** @implements {types.Transport} */
@@ -61,7 +110,7 @@ export class Transport {
     this._retryTimer = undefined;
     this._notBefore = 0; // Date.now() before which no attempt is made (the bridge's retry_after)
     this._welcomedOnce = false;
-    this._unreachableTold = false; // one `unreachable` error an outage, not one an attempt
+    this._outage = new Outage(url, options.unreachableAfter);
     this._stopped = false; // closed for good (disconnect() or a refusal)
     this._suspended = false; // hidden (pagehide): no reconnecting until the page is shown again
 
@@ -187,12 +236,7 @@ export class Transport {
         this._refused(replaced);
         return;
       }
-      if (!welcomed && !refusal && !this._unreachableTold) {
-        // Said once an outage: the page may well be open before the bridge starts (an agent starts it).
-        this._unreachableTold = true;
-        this._owner.error({ code: "unreachable", message: `Cannot reach the bridge at ${this.url} (WebSocket closed ` +
-          `with code ${event.code}); trying again with backoff.` });
-      }
+      if (!welcomed && !refusal) this._attemptFailed();
       this._setState("reconnecting");
       this._scheduleRetry();
     });
@@ -216,6 +260,16 @@ export class Transport {
     ws.close(CLOSE_NO_WELCOME, "hello refused"); // and try again, with backoff
   }
 
+  /** A socket closed before the bridge welcomed the page, and not because the bridge refused it. */
+  _attemptFailed() {
+    const report = this._outage.failed();
+    if (!report) return;
+    // In the console too: a page pointed at the wrong port otherwise shows only the browser's own
+    // connection errors, which name no cause.
+    console.warn(`agui-bridge: ${report.message}`);
+    this._owner.error(report);
+  }
+
   /** @param {{code: string, message?: string}} error */
   _refused(error) {
     const failure = new AguiBridgeError(error.message || "The bridge refused this page.", { code: error.code, detail: error });
@@ -230,7 +284,8 @@ export class Transport {
     this.eventsUrl = new URL(message.events_url, this.url).href; // a path from the bridge's origin
     this._attempt = 0;
     this._welcomedOnce = true;
-    this._unreachableTold = false;
+    const failed = this._outage.ended();
+    if (failed) console.info(`agui-bridge: connected to the bridge at ${this.url} after ${failed} failed attempts.`);
     // Keep a live event stream of the same session: it reconnects by itself with Last-Event-ID
     // and so misses nothing, not even a cancel sent while we were away.
     const keepStream = resumed && this.events && this._eventsSession === this.sessionId && this.events.readyState !== 2;
