@@ -149,7 +149,8 @@ async def test_each_process_bounds_each_agents_tasks_and_redis_forgets_what_it_d
         first, second = [(await alice_b.call("approve_payment", {"amount": n}))["result"] for n in (1, 2)]
         invokes = [await p.event(), await p.event()]
         refused = await alice_b.call("approve_payment", {"amount": 3})
-        assert refused["error"]["message"] == "This agent already has 2 tasks running, the most it keeps; wait for one to end."
+        assert refused["error"]["message"] == ("This agent already has 2 tasks running, the most it keeps; "
+                                               "wait for one to end.")
         bobs = (await Agent(b.mcp_url(), bob_http).call("approve_payment", {"amount": 4}))["result"]
         assert bobs["resultType"] == "task"  # another agent is not held up
         assert (await alice_a.call("approve_payment", {"amount": 5}))["result"]["resultType"] == "task"  # per process

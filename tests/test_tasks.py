@@ -4,6 +4,7 @@ the edge through a real bridge, a real page and raw 2026-07-28 JSON-RPC (the SDK
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import json
@@ -14,6 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
 from bridge.defaults import TaskLimits
 from bridge.tasks import TaskTable, TooManyTasks
 from modern_agent import TASKS, Agent
@@ -360,8 +362,8 @@ async def test_kept_results_are_bounded_in_bytes_and_one_too_large_fails_its_tas
 
         too_large = await answered(alice, "a" * 800_000)
         assert too_large["error"]["code"] == -32603
-        assert too_large["error"]["message"] == ("The page's result (800061 bytes as JSON) is larger than this "
-                                                 "bridge keeps for an agent's tasks (700000 bytes), so it was not kept.")
+        assert too_large["error"]["message"] == ("The page's result (800061 bytes as JSON) is larger than this bridge "
+                                                 "keeps for an agent's tasks (700000 bytes), so it was not kept.")
 
 
 def kept_size(root: Any) -> int:
@@ -412,3 +414,18 @@ async def test_a_task_is_its_agents_however_it_spells_the_bearer_scheme():
             async with httpx.AsyncClient(timeout=10, headers={"Authorization": wrong}) as http:
                 assert (await Agent(b.mcp_url(), http).request("tasks/get", {"taskId": created["taskId"]},
                                                                 name=created["taskId"])).status_code == 401
+
+
+def test_the_bounds_are_settings_that_refuse_what_cannot_bound(monkeypatch):
+    monkeypatch.setenv("AGUI_BRIDGE_MAX_TASKS_PER_AGENT", "7")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, "serve")
+    settings = from_arguments(parser.parse_args(["--max-task-bytes", "1048576"]))
+    assert settings.task_limits() == TaskLimits(per_agent=7, bytes_total=1 << 20)
+    for name in ("max_tasks", "max_tasks_per_agent", "max_tasks_per_room", "max_task_bytes",
+                 "max_task_bytes_per_agent"):
+        with pytest.raises(UnusableSettings, match=f"--{name.replace('_', '-')} 0 .*a whole number of at least 1"):
+            Settings(**{name: 0}).check()
+    monkeypatch.setenv("AGUI_BRIDGE_MAX_TASKS", "lots")
+    with pytest.raises(UnusableSettings, match="AGUI_BRIDGE_MAX_TASKS='lots': --max-tasks takes a whole number"):
+        add_arguments(argparse.ArgumentParser(), "serve")
