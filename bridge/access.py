@@ -16,6 +16,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -114,10 +115,18 @@ def room_name_problem(room: str) -> str | None:
     return None if ROOM_NAME.fullmatch(room) else f"A room name is {ROOM_NAME_RULE}."
 
 
+def credential(headers: Mapping[str, str]) -> str:
+    """The `Authorization` header's credential as `<scheme> <value>`, the scheme in lower case (schemes
+    are case-insensitive, RFC 9110 11.1) and spaces trimmed: one string however an agent spells it;
+    "" without the header."""
+    scheme, _, value = headers.get("authorization", "").strip().partition(" ")
+    return f"{scheme.lower()} {value.strip()}" if scheme else ""
+
+
 def bearer_token(headers: Headers) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, or None."""
-    scheme, _, value = headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else None
+    scheme, _, token = credential(headers).partition(" ")
+    return token if scheme == "bearer" else None
 
 
 def tokens_match(presented: str | None, token: str) -> bool:

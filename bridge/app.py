@@ -70,9 +70,10 @@ def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
-        return (RedisLink(settings.redis_url, page_grace=settings.page_grace, call_timeout=settings.call_timeout,
-                          heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix),
-                RedisTasks(settings.redis_url, prefix=settings.redis_prefix),
+        link = RedisLink(settings.redis_url, page_grace=settings.page_grace, call_timeout=settings.call_timeout,
+                         heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix)
+        return (link, RedisTasks(settings.redis_url, process_id=link.process_id, lives=link.lives,
+                                 prefix=settings.redis_prefix),
                 RedisMarks(settings.redis_url, prefix=settings.redis_prefix))
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None

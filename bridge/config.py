@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
-from bridge.defaults import DEFAULTS, HubConfig
+from bridge.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
 
 ENV_PREFIX = "AGUI_BRIDGE_"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -30,6 +30,11 @@ class Settings:
     call_timeout: float = field(default=DEFAULTS.call_timeout, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
     task_ttl: float = field(default=3600.0, metadata={"help": "seconds a task (a call an agent runs with the MCP tasks extension) is kept from its creation; a call still waiting then fails"})
     task_poll_interval: float = field(default=2.0, metadata={"help": "seconds agents are asked to wait between polls of a task"})
+    max_tasks: int = field(default=TASK_LIMITS.total, metadata={"help": "most tasks this process keeps at once; past it the oldest ended one is forgotten for a new one, and when none has ended the new one is refused (or an 'optional' tool runs without a task)"})
+    max_tasks_per_agent: int = field(default=TASK_LIMITS.per_agent, metadata={"help": "most tasks kept for one agent (one credential; agents presenting none are one agent), as --max-tasks"})
+    max_tasks_per_room: int = field(default=TASK_LIMITS.per_room, metadata={"help": "most tasks kept for one room, as --max-tasks"})
+    max_task_bytes: int = field(default=TASK_LIMITS.bytes_total, metadata={"help": "most bytes (as JSON) this process keeps in tasks' results and input requests; past it the oldest ended tasks are forgotten, and a result that cannot be kept fails its task, saying so"})
+    max_task_bytes_per_agent: int = field(default=TASK_LIMITS.bytes_per_agent, metadata={"help": "most bytes kept in one agent's tasks, as --max-task-bytes"})
     page_grace: float = field(default=DEFAULTS.page_grace, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
     progress_interval: float = field(default=15.0, metadata={"help": "seconds between keep-alive progress notifications to agents"})
     sse_ping: float = field(default=15.0, metadata={"help": "seconds between keep-alive comments on idle event streams"})
@@ -102,6 +107,10 @@ class Settings:
         """Where a person opens the demo page when the bridge runs on its own."""
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
         return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/"
+
+    def task_limits(self) -> TaskLimits:
+        return TaskLimits(total=self.max_tasks, per_agent=self.max_tasks_per_agent, per_room=self.max_tasks_per_room,
+                          bytes_total=self.max_task_bytes, bytes_per_agent=self.max_task_bytes_per_agent)
 
     def hub_config(self) -> HubConfig:
         return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})

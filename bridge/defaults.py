@@ -50,3 +50,18 @@ class HubConfig:
 
 
 DEFAULTS = HubConfig()
+
+
+@dataclass(frozen=True)
+class TaskLimits:
+    """What the tasks of one bridge process may hold (`bridge.tasks.TaskTable`). An agent is the
+    credential it presents; bytes are those of the kept results and input requests, as JSON."""
+
+    total: int = 10_000
+    per_agent: int = 1000
+    per_room: int = 2000
+    bytes_total: int = 256 << 20
+    bytes_per_agent: int = 32 << 20
+
+
+TASK_LIMITS = TaskLimits()

@@ -506,9 +506,9 @@ class Hub:
                     self.link.push(session, messages.tool_cancel(call.call_id, outcome.error or ""))
         except LinkDown as exc:
             outcome = Outcome.failure(exc.kind, str(exc))
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as cancelled:
             if not call.future.done() or call.future.cancelled():  # nothing had answered it
-                self.link.push(session, messages.tool_cancel(call.call_id, "cancelled by the agent"))
+                self.link.push(session, messages.tool_cancel(call.call_id, messages.cancel_reason(cancelled)))
             raise
         finally:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.

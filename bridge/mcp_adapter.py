@@ -234,7 +234,10 @@ class RoomServer:
             await spend(retry, self.used_states)
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
-            return await self.tasks.start(ctx, self.room.name, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
+            task = await self.tasks.start(ctx, self.room.name, tool.key, tool.task_support,
+                                          lambda answers: self._task_step(tool, arguments, asked | answers))
+            if task is not None:  # else no task can be kept now, and the tool may run without one
+                return task
         for _ in range(INPUT_ROUNDS_MAX):
             outcome = await self._page_outcome(ctx, tool, arguments, asked)
             if outcome.kind == "input_unsupported":
@@ -383,8 +386,8 @@ class McpRooms:
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
         # Tasks outlive their room's server (freed when idle) and their agent's request.
-        self.tasks = PageTasks(TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval),
-                               shared_tasks)
+        self.tasks = PageTasks(TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval,
+                                         limits=settings.task_limits()), shared_tasks)
         self.request_state = RequestStateSecurity.ephemeral(ttl=settings.task_ttl)
         self.used_states = UsedStates(settings.task_ttl, shared_marks)  # each state is good for one retry
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -451,7 +454,7 @@ class McpRooms:
             self._task_group = tg
             tg.start_soon(self._free_idle_rooms)
             if self.tasks.shared is not None:
-                self.tasks.shared.listen(self.tasks.order)
+                self.tasks.shared.listen(self.tasks.carry_out)
                 if secret := await self.tasks.shared.shared_secret():  # else Redis is unreachable: our own key
                     self.request_state = RequestStateSecurity(keys=[secret], ttl=self.settings.task_ttl)
             try:

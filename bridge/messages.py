@@ -255,6 +255,18 @@ def tool_cancel(call_id: str, reason: str) -> dict[str, Any]:
     return {"type": "agui.tool.cancel", "call_id": call_id, "reason": reason}
 
 
+class CancelReason(str):
+    """Why a call is cancelled, given as the cancel's message (`asyncio.Task.cancel(CancelReason(...))`)
+    by whoever cancels the call for a reason of its own, to be told to the page."""
+
+
+def cancel_reason(cancelled: BaseException) -> str:
+    """What the page is told of a call whose wait was cancelled: the reason its canceller gave, else
+    the agent's cancel (other messages, such as a task group's, are not for pages)."""
+    given = cancelled.args[0] if cancelled.args else None
+    return given if isinstance(given, CancelReason) else "cancelled by the agent"
+
+
 def _reply(message: dict[str, Any], reply_to: MessageId | None) -> dict[str, Any]:
     if reply_to is not None:
         message["reply_to"] = reply_to

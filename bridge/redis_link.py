@@ -438,6 +438,10 @@ class RedisLink(HubObserver):
             if owner not in living:
                 await self._cancel_orphan(sid, call_id, owner)
 
+    async def lives(self, pid: str) -> bool:
+        """Whether process `pid`'s heartbeat is in Redis."""
+        return bool(await self.redis.exists(self._proc(pid)))
+
     async def _alive(self, pids: set[str]) -> set[str]:
         """The processes of `pids` whose heartbeat is in Redis."""
         if not pids:

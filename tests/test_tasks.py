@@ -4,13 +4,19 @@ the edge through a real bridge, a real page and raw 2026-07-28 JSON-RPC (the SDK
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import gc
+import json
+import sys
 from typing import Any
 
 import httpx
 import pytest
 from mcp import Client
 
+from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
+from bridge.defaults import TaskLimits
 from bridge.tasks import TaskTable, TooManyTasks
 from modern_agent import TASKS, Agent
 from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
@@ -67,21 +73,113 @@ def test_the_first_outcome_stays_and_each_status_shows_its_payload():
 def test_input_requests_wait_with_fresh_keys_only():
     table = TaskTable(ttl=60, poll_interval=1, clock=Clock())
     task = table.create(owner="", room="r", tool="t")
-    assert table.ask(task, {"name": {"method": "elicitation/create", "params": {}}}) == []
+    assert table.ask(task, {"name": {"method": "elicitation/create", "params": {}}}) is None
     assert task.detailed()["status"] == "input_required" and list(task.detailed()["inputRequests"]) == ["name"]
     assert table.answered(task, ["unknown"]) == {}
     assert table.answered(task, ["name"]) == {"name": {"method": "elicitation/create", "params": {}}}
     assert task.status == "working"
-    assert table.ask(task, {"name": {"method": "roots/list", "params": {}}}) == ["name"]  # a key is never reused
+    refused = table.ask(task, {"name": {"method": "roots/list", "params": {}}})  # a key is never reused
+    assert refused == "The page asked again under a key it used before (name)."
     assert task.status == "working"
 
 
 def test_the_table_is_bounded():
-    table = TaskTable(ttl=60, poll_interval=1, max_tasks=2, clock=Clock())
+    table = TaskTable(ttl=60, poll_interval=1, limits=TaskLimits(total=2), clock=Clock())
     table.create(owner="", room="r", tool="t")
     table.create(owner="", room="r", tool="t")
-    with pytest.raises(TooManyTasks):
+    with pytest.raises(TooManyTasks, match="This bridge already has 2 tasks running"):
         table.create(owner="", room="r", tool="t")
+
+
+def test_an_agent_past_its_bound_loses_its_own_oldest_ended_task_and_no_one_elses():
+    clock = Clock()
+    table = TaskTable(ttl=60, poll_interval=1, limits=TaskLimits(per_agent=2, per_room=10), clock=clock)
+    bobs = table.create(owner="bob", room="r", tool="t")
+    table.completed(bobs, {"content": []})
+    first, second = (table.create(owner="alice", room="r", tool="t") for _ in range(2))
+    with pytest.raises(TooManyTasks, match="This agent already has 2 tasks running"):  # both still run
+        table.create(owner="alice", room="r", tool="t")
+    table.completed(second, {"content": []})
+    table.completed(first, {"content": []})
+    third = table.create(owner="alice", room="r", tool="t")  # the one that ended first goes
+    assert table.dropped() == [second.task_id] and table.dropped() == []
+    assert table.get(second.task_id, owner="alice", room="r") is None
+    assert table.get(first.task_id, owner="alice", room="r") is first and table.known(third.task_id) is third
+    assert table.get(bobs.task_id, owner="bob", room="r") is bobs  # another agent's are not touched
+    assert table.create(owner="bob", room="r", tool="t").owner == "bob"  # nor is its room to make tasks
+
+
+def test_a_room_and_the_table_past_their_bounds_lose_the_oldest_ended_task_of_anyone():
+    table = TaskTable(ttl=60, poll_interval=1, limits=TaskLimits(per_agent=5, per_room=2, total=3), clock=Clock())
+    a = table.create(owner="a", room="r", tool="t")
+    table.create(owner="b", room="r", tool="t")
+    with pytest.raises(TooManyTasks, match="Room 'r' already has 2 tasks running"):
+        table.create(owner="c", room="r", tool="t")
+    table.create(owner="c", room="other", tool="t")  # another room is not held up
+    table.cancelled(a, "Cancelled by the agent.")
+    table.create(owner="c", room="r", tool="t")
+    assert table.dropped() == [a.task_id] and len(table) == 3
+
+
+def test_kept_bytes_are_bounded_for_an_agent_and_in_all():
+    limits = TaskLimits(bytes_per_agent=2500, bytes_total=4000)
+    table = TaskTable(ttl=60, poll_interval=1, limits=limits, clock=Clock())
+    answer = {"content": [{"type": "text", "text": "x" * 1000}]}
+    size = len(json.dumps(answer))  # 1,043 bytes: two fit an agent's bound, three all tasks'
+    alices = [table.create(owner="alice", room="r", tool="t") for _ in range(3)]
+    for task in alices:
+        table.completed(task, answer)
+    assert [t.status for t in alices] == ["completed"] * 3
+    assert table.dropped() == [alices[0].task_id]  # her own oldest made room for her third
+    assert table.kept_bytes("alice") == 2 * size and table.kept_bytes() == 2 * size
+    bobs = [table.create(owner="bob", room="r", tool="t") for _ in range(3)]
+    for task in bobs:
+        table.completed(task, answer)
+    # Past the bound of all tasks, the oldest ended one of anyone goes (alice's second); past bob's own,
+    # his oldest.
+    assert table.dropped() == [alices[1].task_id, bobs[0].task_id]
+    assert table.kept_bytes("alice") == size and table.kept_bytes("bob") == 2 * size
+    assert table.kept_bytes() == 3 * size
+
+    too_large = table.create(owner="carol", room="r", tool="t")
+    table.completed(too_large, {"content": [{"type": "text", "text": "x" * 3000}]})
+    shown = too_large.detailed()
+    assert shown["status"] == "failed" and shown["error"]["code"] == -32603
+    assert shown["error"]["message"] == ("The page's result (3043 bytes as JSON) is larger than this bridge keeps "
+                                         "for an agent's tasks (2500 bytes), so it was not kept.")
+    assert table.kept_bytes("carol") == 0
+
+    waiting = table.create(owner="dave", room="r", tool="t")
+    ask = {"k": {"method": "elicitation/create", "params": {"message": "y" * 3000}}}
+    assert "input requests" in table.ask(waiting, ask) and waiting.status == "working"
+    assert table.ask(waiting, {"k": {"method": "roots/list", "params": {}}}) is None
+    assert table.kept_bytes("dave") == len(json.dumps({"k": {"method": "roots/list", "params": {}}}))
+    table.answered(waiting, ["k"])
+    assert table.kept_bytes("dave") == 0
+
+
+def test_a_result_that_cannot_be_kept_while_others_run_fails_saying_so():
+    table = TaskTable(ttl=60, poll_interval=1, limits=TaskLimits(bytes_per_agent=1000), clock=Clock())
+    asking, answering = (table.create(owner="a", room="r", tool="t") for _ in range(2))
+    assert table.ask(asking, {"k": {"method": "elicitation/create", "params": {"message": "y" * 600}}}) is None
+    table.completed(answering, {"content": [{"type": "text", "text": "x" * 600}]})
+    assert answering.status == "failed" and "tasks still running hold the rest" in answering.error["message"]
+
+
+def test_a_structured_result_is_kept_once_and_read_as_it_was_given():
+    table = TaskTable(ttl=60, poll_interval=1, clock=Clock())
+    value = {"rows": [{"name": "Zoë 北京", "n": 1.5, "ok": True, "none": None}] * 3, "blob": "x" * 100_000}
+    result = {"content": [{"type": "text", "text": json.dumps(value, ensure_ascii=False)}],
+              "structuredContent": value, "isError": False}
+    task = table.create(owner="", room="r", tool="t")
+    table.completed(task, result)
+    assert task.detailed()["result"] == result
+    assert len(task.kept_result) < 101_000 and table.kept_bytes() == len(task.kept_result.encode())
+    for other in ({"content": [{"type": "text", "text": "not the JSON"}], "structuredContent": value},
+                  {"content": [{"type": "text", "text": "plain"}], "isError": True}):
+        kept = table.create(owner="", room="r", tool="t")
+        table.completed(kept, other)
+        assert kept.detailed()["result"] == other
 
 
 # --- through the bridge ----------------------------------------------------------------------
@@ -203,3 +301,131 @@ async def test_tasks_are_read_updated_and_cancelled_from_any_process_sharing_red
         cancel = await p.event()
         assert cancel["type"] == "agui.tool.cancel" and cancel["call_id"] == invoke["call_id"]
         await on_a.task_reaching(second["taskId"], "cancelled")
+
+
+# --- bounds, through the bridge ----------------------------------------------------------------
+# Without --agent-token any Authorization passes, and an agent is the credential it presents: behind
+# a proxy that passes each user's own token, each user is one agent (with --agent-token all agents
+# present the one token and are one agent).
+
+
+def credentialed(token: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+
+async def test_an_agent_at_its_bound_locks_no_one_else_out_and_its_optional_tools_run_without_a_task():
+    async with running_bridge(max_tasks_per_agent=2) as b, page(b, APPROVE, CONFIRM) as p, \
+            credentialed("alice") as alice_http, credentialed("bob") as bob_http:
+        alice, bob = Agent(b.mcp_url(), alice_http), Agent(b.mcp_url(), bob_http)
+        first, second = [(await alice.call("approve_payment", {"amount": n}))["result"] for n in (1, 2)]
+        invokes = [await p.event(), await p.event()]
+        refused = await alice.call("approve_payment", {"amount": 3})  # "required": refused, saying why
+        assert refused["error"] == {"code": -32603, "message": "This agent already has 2 tasks running, the most "
+                                                               "it keeps; wait for one to end."}
+        sync = asyncio.create_task(alice.call("user_confirm", {"title": "Sure?"}))  # "optional": no task
+        invoke = await p.event()
+        assert invoke["name"] == "user_confirm"
+        await p.answer(invoke["call_id"], "yes")
+        answer = (await sync)["result"]
+        assert answer["resultType"] == "complete" and answer["content"] == [{"type": "text", "text": "yes"}]
+
+        bobs = (await bob.call("approve_payment", {"amount": 4}))["result"]  # another agent is not held up
+        assert bobs["resultType"] == "task" and (await p.event())["params"] == {"amount": 4}
+        assert (await alice.task("tasks/get", bobs["taskId"]))["error"]["code"] == -32602
+
+        await p.answer(invokes[0]["call_id"], "paid")
+        await alice.task_reaching(first["taskId"], "completed")
+        third = (await alice.call("approve_payment", {"amount": 5}))["result"]  # her ended task makes room
+        assert third["resultType"] == "task"
+        assert (await alice.task("tasks/get", first["taskId"]))["error"]["code"] == -32602
+        assert (await alice.task("tasks/get", second["taskId"]))["result"]["status"] == "working"
+        assert (await bob.task("tasks/get", bobs["taskId"]))["result"]["status"] == "working"
+
+
+async def test_kept_results_are_bounded_in_bytes_and_one_too_large_fails_its_task_saying_so():
+    async with running_bridge(max_task_bytes_per_agent=700_000, max_task_bytes=1_000_000) as b, \
+            page(b, APPROVE) as p, credentialed("alice") as alice_http, credentialed("bob") as bob_http:
+        alice, bob = Agent(b.mcp_url(), alice_http), Agent(b.mcp_url(), bob_http)
+
+        async def answered(agent: Agent, answer: Any) -> dict[str, Any]:
+            created = (await agent.call("approve_payment", {"amount": 1}))["result"]
+            await p.answer((await p.event())["call_id"], answer)
+            return await agent.task_reaching(created["taskId"], "completed" if len(answer) < 700_000 else "failed")
+
+        bobs = await answered(bob, "b" * 300_000)
+        alices = [await answered(alice, "a" * 300_000) for _ in range(3)]  # two fit her bound: her first goes
+        assert (await alice.task("tasks/get", alices[0]["taskId"]))["error"]["code"] == -32602
+        assert (await alice.task("tasks/get", alices[2]["taskId"]))["result"]["status"] == "completed"
+        kept = (await bob.task("tasks/get", bobs["taskId"]))["result"]  # hers never pushed his out
+        assert kept["result"]["content"][0]["text"] == "b" * 300_000
+        assert b.bridge.mcp.tasks.table.kept_bytes() <= 1_000_000
+
+        too_large = await answered(alice, "a" * 800_000)
+        assert too_large["error"]["code"] == -32603
+        assert too_large["error"]["message"] == ("The page's result (800061 bytes as JSON) is larger than this bridge "
+                                                 "keeps for an agent's tasks (700000 bytes), so it was not kept.")
+
+
+def kept_size(root: Any) -> int:
+    """The bytes of every object reachable from `root` (classes aside): what keeping it costs."""
+    seen, stack, total = set(), [root], 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+async def test_a_structured_result_is_kept_once():
+    value = {"rows": [{"id": n, "name": f"row {n}"} for n in range(10)], "blob": "x" * 900_000}
+    async with running_bridge() as b, page(b, APPROVE) as p, httpx.AsyncClient(timeout=10) as http:
+        agent = Agent(b.mcp_url(), http)
+        created = (await agent.call("approve_payment", {"amount": 1}))["result"]
+        await p.answer((await p.event())["call_id"], value)
+        done = await agent.task_reaching(created["taskId"], "completed")
+        assert done["result"] == {"content": [{"type": "text", "text": json.dumps(value, ensure_ascii=False)}],
+                                  "structuredContent": value, "isError": False}
+        assert kept_size(b.bridge.mcp.tasks.table.known(created["taskId"])) < 1_000_000  # not 1.8 MB
+
+
+async def test_a_task_whose_time_to_live_runs_out_tells_the_page_it_expired():
+    async with running_bridge(task_ttl=1.0) as b, page(b, APPROVE) as p, httpx.AsyncClient(timeout=10) as http:
+        agent = Agent(b.mcp_url(), http)
+        await agent.call("approve_payment", {"amount": 1})
+        invoke = await p.event()
+        cancel = await p.event()
+        assert cancel == {"type": "agui.tool.cancel", "call_id": invoke["call_id"], "reason": "the task expired"}
+
+
+async def test_a_task_is_its_agents_however_it_spells_the_bearer_scheme():
+    async with running_bridge(agent_token="s3cret") as b, page(b, APPROVE) as p:
+        spellings = ["Bearer s3cret", "bearer s3cret", "BEARER   s3cret", "bEaReR s3cret"]
+        async with httpx.AsyncClient(timeout=10, headers={"Authorization": spellings[0]}) as http:
+            created = (await Agent(b.mcp_url(), http).call("approve_payment", {"amount": 1}))["result"]
+        await p.event()
+        for spelling in spellings:
+            async with httpx.AsyncClient(timeout=10, headers={"Authorization": spelling}) as http:
+                shown = await Agent(b.mcp_url(), http).task("tasks/get", created["taskId"])
+                assert shown["result"]["taskId"] == created["taskId"], spelling
+        for wrong in ["Bearer s3cre", "Basic s3cret", "s3cret"]:
+            async with httpx.AsyncClient(timeout=10, headers={"Authorization": wrong}) as http:
+                assert (await Agent(b.mcp_url(), http).request("tasks/get", {"taskId": created["taskId"]},
+                                                                name=created["taskId"])).status_code == 401
+
+
+def test_the_bounds_are_settings_that_refuse_what_cannot_bound(monkeypatch):
+    monkeypatch.setenv("AGUI_BRIDGE_MAX_TASKS_PER_AGENT", "7")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, "serve")
+    settings = from_arguments(parser.parse_args(["--max-task-bytes", "1048576"]))
+    assert settings.task_limits() == TaskLimits(per_agent=7, bytes_total=1 << 20)
+    for name in ("max_tasks", "max_tasks_per_agent", "max_tasks_per_room", "max_task_bytes",
+                 "max_task_bytes_per_agent"):
+        with pytest.raises(UnusableSettings, match=f"--{name.replace('_', '-')} 0 .*a whole number of at least 1"):
+            Settings(**{name: 0}).check()
+    monkeypatch.setenv("AGUI_BRIDGE_MAX_TASKS", "lots")
+    with pytest.raises(UnusableSettings, match="AGUI_BRIDGE_MAX_TASKS='lots': --max-tasks takes a whole number"):
+        add_arguments(argparse.ArgumentParser(), "serve")
