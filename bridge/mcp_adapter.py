@@ -47,6 +47,7 @@ from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token, room_name_problem
+from bridge.answer_streams import AnswerStream
 from bridge.calls import MonotonicProgress, Outcome
 from bridge.catalog import Listing, Room, Tool
 from bridge.config import Settings
@@ -68,6 +69,7 @@ NOTIFY_TIMEOUT = 1.0
 # Changes within this long of the first go out as one notification: agents searching at once each
 # activate tools, and each notification is sent to every session of the room.
 NOTIFY_DELAY = 0.05
+NOBODY_WAITS = "The agent's request was over before the page answered: the call was cancelled at the page."
 # How a task's call may end other than with the page's answer (or the agent's cancel): the task fails.
 TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "too_many_calls", "unavailable"})
 
@@ -228,6 +230,15 @@ class RoomServer:
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
             return await self.tasks.start(ctx, self.room.name, tool.key, lambda answers: self._task_step(tool, arguments, asked | answers))
+        # A task's call outlives its request; any other ends with it (see bridge.answer_streams).
+        with AnswerStream.of(ctx.request).within():
+            return await self._call_in_rounds(ctx, tool, arguments, asked)
+        return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
+
+    async def _call_in_rounds(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
+                              asked: dict[str, Any]) -> dict[str, Any]:
+        """The page's call, and in the handshake era each of its input requests put to the agent's client
+        and the page called again with the answers."""
         for _ in range(INPUT_ROUNDS_MAX):
             outcome = await self._page_outcome(ctx, tool, arguments, asked)
             if outcome.kind == "input_unsupported":
@@ -497,16 +508,11 @@ class McpRooms:
             await refusal(scope, receive, send)
             return
         served.requests += 1
+        stream = AnswerStream.given(scope)
         try:
-            if may_ask_for_plain_call(scope):
-                request = await PeekedRequest.read(receive)
-                if is_plain_call(request):
-                    await answer_watching_disconnect(served.plain_calls.handle_request, scope, request, receive, send)
-                else:
-                    await served.manager.handle_request(scope, request.replay(receive), send)
-            else:
-                await served.manager.handle_request(scope, receive, send)
+            await self._answer(served, scope, receive, send)
         finally:
+            stream.end()  # a call still waiting for this request's answer can no longer be answered
             served.requests -= 1
             served.last_used = time.monotonic()
             if scope["method"] == "DELETE":
@@ -515,6 +521,17 @@ class McpRooms:
             if (served.sessions_ended and not served.server.legacy_sessions and self._may_free(room, served)
                     and self._served.get(room) is served):
                 self._free(room)
+
+    @staticmethod
+    async def _answer(served: _ServedRoom, scope: Scope, receive: Receive, send: Send) -> None:
+        if may_ask_for_plain_call(scope):
+            request = await PeekedRequest.read(receive)
+            if is_plain_call(request):
+                await answer_watching_disconnect(served.plain_calls.handle_request, scope, request, receive, send)
+            else:
+                await served.manager.handle_request(scope, request.replay(receive), send)
+        else:
+            await served.manager.handle_request(scope, receive, send)
 
     def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
         if (problem := room_name_problem(room)) is not None:

@@ -1,0 +1,158 @@
+"""Calls nobody waits for end: an agent whose response stream closed, whose session was deleted, or whose
+relayed stdio process died has its call cancelled at the page (the bridge keeps no event store, so such an
+answer could never be delivered); a task outlives its request.
+
+Real uvicorn bridge, real pages (websockets + SSE), raw HTTP agents (httpx), the real MCP SDK client, a
+real second `agui-mcp-bridge stdio` process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import httpx
+import pytest
+from modern_agent import Agent, envelope
+from support import Page, eventually, free_port, page, running_bridge, tool
+
+CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
+               execution={"taskSupport": "optional"})
+HANDSHAKE = "2025-06-18"
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+MODERN_HEADERS = MCP_HEADERS | {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                                "Mcp-Name": "user_confirm"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": HANDSHAKE, "capabilities": {},
+                         "clientInfo": {"name": "raw", "version": "0"}}}
+
+
+def call_body(title: str, request_id: int = 1, **meta: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "user_confirm", "arguments": {"title": title}}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def open_session(http: httpx.AsyncClient, url: str, *, initialized: bool = True) -> dict[str, str]:
+    """A handshake-era session opened by hand; the headers its requests carry."""
+    init = await http.post(url, headers=MCP_HEADERS, json=INITIALIZE)
+    assert init.status_code == 200, init.text
+    headers = MCP_HEADERS | {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE}
+    if initialized:
+        await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers
+
+
+async def cancelled_at_the_page(p: Page, invoke: dict[str, Any]) -> dict[str, Any]:
+    cancel = await p.event(timeout=5)  # a few seconds at most, not the call timeout
+    assert cancel["type"] == "agui.tool.cancel" and cancel["call_id"] == invoke["call_id"], cancel
+    return cancel
+
+
+# --- 3. calls whose answer can reach nobody ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("meta", [{}, {"progressToken": "p1"}], ids=["plain", "with-progress"])
+async def test_a_handshake_call_whose_response_stream_closes_is_cancelled_at_the_page(meta):
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, b.mcp_url())
+        agent = httpx.AsyncClient(timeout=None)  # the agent's connection for the call, which it drops
+        call = asyncio.create_task(agent.post(b.mcp_url(), headers=headers, json=call_body("Pay?", **meta)))
+        invoke = await p.event()
+        assert invoke["type"] == "agui.tool.invoke"
+        call.cancel()
+        await agent.aclose()  # the client timed out and went away: nobody reads the answer
+        await cancelled_at_the_page(p, invoke)
+        await eventually(lambda: not b.hub.calls.in_flight())
+        assert b.hub.calls.recent[0]["outcome"] == "cancelled"
+
+        # The session itself is not over: its next call is answered as usual.
+        call = asyncio.create_task(http.post(b.mcp_url(), headers=headers, json=call_body("Again?", 2)))
+        invoke = await p.event()
+        await p.answer(invoke["call_id"], "yes")
+        assert "yes" in (await asyncio.wait_for(call, 10)).text
+
+
+async def test_a_2026_call_with_progress_whose_request_closes_is_cancelled_at_the_page():
+    async with running_bridge() as b, page(b, CONFIRM) as p:
+        agent = httpx.AsyncClient(timeout=None)
+        body = call_body("Pay?", **envelope({}), progressToken="p1")
+        call = asyncio.create_task(agent.post(b.mcp_url(), headers=MODERN_HEADERS, json=body))
+        invoke = await p.event()
+        call.cancel()
+        await agent.aclose()
+        await cancelled_at_the_page(p, invoke)
+        await eventually(lambda: not b.hub.calls.in_flight())
+
+
+async def test_deleting_a_session_cancels_its_call_in_flight():
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, b.mcp_url())
+        call = asyncio.create_task(http.post(b.mcp_url(), headers=headers, json=call_body("Pay?")))
+        invoke = await p.event()
+        async with httpx.AsyncClient(timeout=10) as other:
+            assert (await other.delete(b.mcp_url(), headers=headers)).status_code == 200
+        await cancelled_at_the_page(p, invoke)
+        await asyncio.wait_for(call, 10)  # its stream ends with the session
+        await eventually(lambda: not b.hub.calls.in_flight())
+
+
+async def test_a_relayed_stdio_agent_whose_process_dies_mid_call_has_its_call_cancelled():
+    port = free_port()
+    async with running_bridge(port=port) as b, page(b, CONFIRM) as p:
+        agent = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bridge.cli", "stdio", "--port", str(port), "--log-level", "warning",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            assert agent.stdin is not None and agent.stdout is not None
+
+            async def send(message: dict[str, Any]) -> None:
+                agent.stdin.write(json.dumps(message).encode() + b"\n")
+                await agent.stdin.drain()
+
+            await send(INITIALIZE)
+            initialized = json.loads(await asyncio.wait_for(agent.stdout.readline(), 30))
+            assert initialized["id"] == 0 and "result" in initialized, initialized
+            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await send(call_body("Pay?"))
+            invoke = await p.event(timeout=30)
+            assert invoke["type"] == "agui.tool.invoke"
+            agent.kill()  # the agent's process ends mid-call, and its relay with it
+            await agent.wait()
+            await cancelled_at_the_page(p, invoke)
+            await eventually(lambda: not b.hub.calls.in_flight())
+        finally:
+            if agent.returncode is None:
+                agent.kill()
+                await agent.wait()
+
+
+async def test_a_task_outlives_the_request_that_started_it():
+    async with running_bridge() as b, page(b, CONFIRM) as p:
+        async with httpx.AsyncClient(timeout=10) as http:
+            created = (await Agent(b.mcp_url(), http).call("user_confirm", {"title": "Later?"}))["result"]
+        assert created["resultType"] == "task"
+        invoke = await p.event()
+        assert invoke["type"] == "agui.tool.invoke"
+        async with httpx.AsyncClient(timeout=10) as http:
+            agent = Agent(b.mcp_url(), http)
+            await p.answer(invoke["call_id"], "done")  # not cancelled: the page's answer is taken
+            done = await agent.task_reaching(created["taskId"], "completed")
+            assert done["result"]["content"][0]["text"] == "done"
+
+
+async def test_bad_answer_streams_are_refused_and_lose_nothing():
+    """Malformed or foreign requests next to a call in flight leave it alone."""
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, b.mcp_url())
+        call = asyncio.create_task(http.post(b.mcp_url(), headers=headers, json=call_body("Pay?")))
+        invoke = await p.event()
+        unknown = await http.post(b.mcp_url(), headers=headers | {"Mcp-Session-Id": "not-a-session"},
+                                  json=call_body("x", 2))
+        assert unknown.status_code == 404
+        assert (await http.post(b.mcp_url(), headers=headers, content=b"{not json")).status_code == 400
+        assert (await http.delete(b.mcp_url(), headers=headers | {"Mcp-Session-Id": "nope"})).status_code == 404
+        await p.answer(invoke["call_id"], "still here")
+        assert "still here" in (await asyncio.wait_for(call, 10)).text
