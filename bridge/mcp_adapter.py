@@ -40,13 +40,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token, room_name_problem
+from bridge.agent_sessions import AgentSessions
 from bridge.answer_streams import AnswerStream
 from bridge.calls import MonotonicProgress, Outcome
 from bridge.catalog import Listing, Room, Tool
@@ -65,6 +65,8 @@ log = logging.getLogger("bridge.mcp")
 _tracer = trace.get_tracer("agui-mcp-bridge")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
+# How long after its last request a handshake session still counts as an active agent (/api/state).
+AGENT_ACTIVE_SECONDS = 60.0
 NOTIFY_TIMEOUT = 1.0
 # Changes within this long of the first go out as one notification: agents searching at once each
 # activate tools, and each notification is sent to every session of the room.
@@ -160,11 +162,11 @@ class RoomServer:
                 self.legacy_sessions.popitem(last=False)
         return await call_next(ctx)
 
-    def forget_session(self, session_id: str | None) -> bool:
-        """Its client ended a handshake session; False if it was not known."""
+    def forget_session(self, session_id: str | None) -> None:
+        """Its client ended a handshake session."""
         if session_id is not None:
             self.log_levels.forget(session_id)
-        return session_id is not None and self.legacy_sessions.pop(session_id, None) is not None
+            self.legacy_sessions.pop(session_id, None)
 
     def _lists_meta_tools(self, listing: Listing) -> bool:
         return listing.search_mode or self.settings.meta_tools == "always"
@@ -368,6 +370,7 @@ class _ServedRoom:
     manager: StreamableHTTPSessionManager  # SSE mode: sessions, progress, listen streams
     plain_calls: StreamableHTTPSessionManager  # JSON mode: 2026-07-28 calls without progress (plain_calls.py)
     stop: anyio.CancelScope
+    sessions: AgentSessions  # the handshake sessions agents opened and have not ended
     requests: int = 0  # in progress, including agents' open notification streams
     sessions_ended: bool = False  # a handshake client ended its session (DELETE)
     last_used: float = 0.0
@@ -398,11 +401,14 @@ class McpRooms:
         # included): the SDK's own check of them would only repeat it on every request.
         self.security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
-    def agents(self, room: str) -> dict[str, int]:
-        """Who is connected to a room's MCP endpoint, as far as the transport shows it."""
-        served, server = self._served.get(room), self._servers.get(room)
+    def agents(self, room: str) -> dict[str, Any]:
+        """The agents at a room's MCP endpoint, as far as the transport shows them: requests being answered
+        (agents' open notification streams included), and handshake sessions active now or within the
+        last `active_window_s` seconds (one an agent left without ending it stops counting then)."""
+        served = self._served.get(room)
         return {"requests_open": served.requests if served else 0,
-                "handshake_sessions_seen": len(server.legacy_sessions) if server else 0}
+                "sessions_active": served.sessions.active() if served else 0,
+                "active_window_s": AGENT_ACTIVE_SECONDS}
 
     @property
     def served_rooms(self) -> frozenset[str]:
@@ -479,7 +485,8 @@ class McpRooms:
                 plain_calls = StreamableHTTPSessionManager(server.server, security_settings=self.security,
                                                            json_response=True)
                 stop = await self._task_group.start(_run_managers, (manager, plain_calls))
-                served = self._served[room] = _ServedRoom(server, manager, plain_calls, stop)
+                served = self._served[room] = _ServedRoom(server, manager, plain_calls, stop,
+                                                          AgentSessions(LEGACY_SESSIONS_MAX, AGENT_ACTIVE_SECONDS))
             return served
 
     async def _free_idle_rooms(self) -> None:
@@ -508,17 +515,19 @@ class McpRooms:
             await refusal(scope, receive, send)
             return
         served.requests += 1
+        session_request = served.sessions.started(scope, send)
         stream = AnswerStream.given(scope)
         try:
-            await self._answer(served, scope, receive, send)
+            await self._answer(served, scope, receive, send if session_request is None else session_request.send)
         finally:
             stream.end()  # a call still waiting for this request's answer can no longer be answered
             served.requests -= 1
             served.last_used = time.monotonic()
-            if scope["method"] == "DELETE":
-                served.sessions_ended |= served.server.forget_session(Headers(scope=scope).get("mcp-session-id"))
+            if session_request is not None and served.sessions.finished(session_request):
+                served.sessions_ended = True
+                served.server.forget_session(session_request.session_id)
             # A room its handshake clients left is freed as their last request ends, not when idle.
-            if (served.sessions_ended and not served.server.legacy_sessions and self._may_free(room, served)
+            if (served.sessions_ended and not served.sessions and self._may_free(room, served)
                     and self._served.get(room) is served):
                 self._free(room)
 

@@ -1,6 +1,7 @@
 """Calls nobody waits for end: an agent whose response stream closed, whose session was deleted, or whose
 relayed stdio process died has its call cancelled at the page (the bridge keeps no event store, so such an
-answer could never be delivered); a task outlives its request.
+answer could never be delivered); a task outlives its request. Sessions ended right after `initialize`
+free their rooms; /api/state counts the agents that are there.
 
 Real uvicorn bridge, real pages (websockets + SSE), raw HTTP agents (httpx), the real MCP SDK client, a
 real second `agui-mcp-bridge stdio` process."""
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 from modern_agent import Agent, envelope
 from support import Page, eventually, free_port, page, running_bridge, tool
 
@@ -156,3 +158,57 @@ async def test_bad_answer_streams_are_refused_and_lose_nothing():
         assert (await http.delete(b.mcp_url(), headers=headers | {"Mcp-Session-Id": "nope"})).status_code == 404
         await p.answer(invoke["call_id"], "still here")
         assert "still here" in (await asyncio.wait_for(call, 10)).text
+
+
+# --- 4. rooms of sessions that ended right after initialize -----------------------------------------------
+
+
+async def test_sessions_deleted_right_after_initialize_leave_no_rooms():
+    async with running_bridge(idle_room_seconds=300) as b, httpx.AsyncClient(timeout=10) as http:
+        for n in range(40):
+            url = b.mcp_url(f"brief{n}")
+            headers = await open_session(http, url, initialized=False)
+            assert (await http.delete(url, headers=headers)).status_code == 200
+        await eventually(lambda: not b.bridge.mcp.served_rooms)
+        state = (await http.get(b.url + "/api/state")).json()
+        assert not [room["name"] for room in state["rooms"] if room["name"].startswith("brief")]
+        assert not [name for name in b.bridge.mcp.rooms_with_servers if name.startswith("brief")]
+
+        # A room whose other session is still open stays.
+        url = b.mcp_url("shared")
+        staying = await open_session(http, url, initialized=False)
+        leaving = await open_session(http, url, initialized=False)
+        assert (await http.delete(url, headers=leaving)).status_code == 200
+        assert "shared" in b.bridge.mcp.served_rooms
+        assert (await http.post(url, headers=staying, json={"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+                ).status_code == 200
+        assert (await http.delete(url, headers=staying)).status_code == 200
+        await eventually(lambda: "shared" not in b.bridge.mcp.served_rooms)
+
+
+# --- 5. agents that are there ------------------------------------------------------------------------------
+
+
+async def test_api_state_counts_the_agents_that_are_there(monkeypatch):
+    monkeypatch.setattr("bridge.mcp_adapter.AGENT_ACTIVE_SECONDS", 1.0)
+    async with running_bridge() as b, page(b, CONFIRM), httpx.AsyncClient(timeout=10) as http:
+        def agents() -> dict[str, Any]:
+            return b.bridge.mcp.agents("default")
+
+        for _ in range(5):  # one-shot agents that quit without ending their session
+            headers = await open_session(http, b.mcp_url())
+            assert (await http.post(b.mcp_url(), headers=headers,
+                                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).status_code == 200
+        assert agents()["sessions_active"] == 5
+        await eventually(lambda: agents()["sessions_active"] == 0)  # a second after their last request
+        assert agents()["requests_open"] == 0
+
+        async with Client(b.mcp_url(), mode="legacy") as client:  # keeps its notification stream open
+            await client.list_tools()
+            await eventually(lambda: agents()["sessions_active"] == 1 and agents()["requests_open"] >= 1)
+            await asyncio.sleep(1.5)  # past the window: its open stream still counts it
+            assert agents()["sessions_active"] == 1
+            room = (await http.get(b.url + "/api/state")).json()["rooms"][0]
+            assert room["agents"]["sessions_active"] == 1 and room["agents"]["active_window_s"] == 1.0
+            assert "handshake_sessions_seen" not in room["agents"]
+        await eventually(lambda: agents()["sessions_active"] == 0)  # it ended its session
