@@ -1,7 +1,8 @@
 """Calls nobody waits for end: an agent whose response stream closed, whose session was deleted, or whose
 relayed stdio process died has its call cancelled at the page (the bridge keeps no event store, so such an
 answer could never be delivered); a task outlives its request. Sessions ended right after `initialize`
-free their rooms; /api/state counts the agents that are there.
+free their rooms; /api/state counts the agents that are there; an input request nobody answers ends with
+the call's timeout, visible and cancellable meanwhile.
 
 Real uvicorn bridge, real pages (websockets + SSE), raw HTTP agents (httpx), the real MCP SDK client, a
 real second `agui-mcp-bridge stdio` process."""
@@ -14,10 +15,13 @@ import sys
 from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
 from mcp import Client
 from modern_agent import Agent, envelope
 from support import Page, eventually, free_port, page, running_bridge, tool
+
+from bridge.calls import CallClock, CallTable, Outcome
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
                execution={"taskSupport": "optional"})
@@ -28,6 +32,10 @@ MODERN_HEADERS = MCP_HEADERS | {"MCP-Protocol-Version": "2026-07-28", "Mcp-Metho
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": HANDSHAKE, "capabilities": {},
                          "clientInfo": {"name": "raw", "version": "0"}}}
+ASK_NAME = {"name": {"method": "elicitation/create",
+                     "params": {"mode": "form", "message": "Your name?",
+                                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                                                    "required": ["name"]}}}}
 
 
 def call_body(title: str, request_id: int = 1, **meta: Any) -> dict[str, Any]:
@@ -212,3 +220,121 @@ async def test_api_state_counts_the_agents_that_are_there(monkeypatch):
             assert room["agents"]["sessions_active"] == 1 and room["agents"]["active_window_s"] == 1.0
             assert "handshake_sessions_seen" not in room["agents"]
         await eventually(lambda: agents()["sessions_active"] == 0)  # it ended its session
+
+
+# --- 39.3 input requests nobody answers --------------------------------------------------------------------
+
+
+GIVEN_UP: list[str] = []  # the questions whose request the bridge withdrew from the agent's client
+
+
+async def never_answers(context, params: types.ElicitRequestParams) -> types.ElicitResult:
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        GIVEN_UP.append(params.message)
+        raise
+    raise AssertionError("unreachable")
+
+
+async def ask_the_agent(p: Page) -> dict[str, Any]:
+    invoke = await p.event()
+    await p.send({"type": "agui.tool.input_request", "call_id": invoke["call_id"], "requests": ASK_NAME,
+                  "requestState": "step-1"})
+    return invoke
+
+
+async def waiting_on_the_agent(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    """The call as /api/state shows it while the agent's answer is awaited."""
+    async def shown() -> dict[str, Any] | None:
+        calls = (await http.get(url + "/api/state")).json()["calls"]
+        return calls[0] if calls and calls[0].get("waiting_for") == "agent" else None
+
+    for _ in range(200):
+        if (call := await shown()) is not None:
+            return call
+        await asyncio.sleep(0.05)
+    raise AssertionError("the call waiting for the agent's input is not in /api/state")
+
+
+async def test_an_input_request_nobody_answers_ends_with_the_call_timeout():
+    async with running_bridge(call_timeout=3, progress_interval=0.2) as b, page(b, CONFIRM) as p, \
+            httpx.AsyncClient(timeout=10) as http, \
+            Client(b.mcp_url(), mode="legacy", elicitation_callback=never_answers) as client:
+        ticks: list[str | None] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            ticks.append(message)
+
+        call = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}, progress_callback=on_progress))
+        await ask_the_agent(p)
+        shown = await waiting_on_the_agent(http, b.url)
+        assert shown["tool"] == "user_confirm" and shown["arguments"] == '{"title": "Pay?"}'
+        await eventually(lambda: any(m and "agent" in m for m in ticks))  # keep-alive while the agent is asked
+        result = await asyncio.wait_for(call, 15)  # far less than forever
+        assert result.is_error and "3 s" in result.content[0].text, result
+        await eventually(lambda: "Your name?" in GIVEN_UP)  # the client was told (notifications/cancelled)
+        assert not b.hub.calls.in_flight()
+        assert b.hub.calls.recent[0]["outcome"] == "timeout"
+
+
+async def test_an_operator_cancels_a_call_waiting_for_the_agents_input():
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http, \
+            Client(b.mcp_url(), mode="legacy", elicitation_callback=never_answers) as client:
+        call = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}))
+        await ask_the_agent(p)
+        shown = await waiting_on_the_agent(http, b.url)
+        assert (await http.post(f"{b.url}/api/calls/{shown['call_id']}/cancel")).json() == {"cancelled": True}
+        result = await asyncio.wait_for(call, 10)
+        assert result.is_error and "operator" in result.content[0].text
+        assert (await http.post(f"{b.url}/api/calls/{shown['call_id']}/cancel")).status_code == 404
+        assert b.hub.calls.recent[0]["outcome"] == "cancelled"
+
+
+async def test_the_agent_cancels_a_call_waiting_for_its_own_input():
+    async with running_bridge() as b, page(b, CONFIRM) as p, httpx.AsyncClient(timeout=10) as http, \
+            Client(b.mcp_url(), mode="legacy", elicitation_callback=never_answers) as client:
+        call = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}))
+        await ask_the_agent(p)
+        await waiting_on_the_agent(http, b.url)
+        call.cancel()  # the SDK client sends notifications/cancelled
+        await eventually(lambda: not b.hub.calls.in_flight())
+        assert b.hub.calls.recent[0]["outcome"] == "cancelled"
+
+
+async def test_an_agent_that_answers_in_time_goes_on_to_the_next_round():
+    async def answers(context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with running_bridge(call_timeout=30) as b, page(b, CONFIRM) as p, \
+            Client(b.mcp_url(), mode="legacy", elicitation_callback=answers) as client:
+        call = asyncio.create_task(client.call_tool("user_confirm", {"title": "Pay?"}))
+        first = await ask_the_agent(p)
+        again = await p.event()
+        assert again["call_id"] != first["call_id"] and again["input_responses"]["name"]["content"] == {"name": "Ada"}
+        (round_two,) = b.hub.calls.in_flight()
+        (round_one,) = [c for c in b.hub.calls.recent if c["call_id"] == first["call_id"]]
+        assert round_two.clock.started_at == round_one["started_at"]  # one call, one clock, across its rounds
+        await p.answer(again["call_id"], "Hello, Ada!")
+        assert (await asyncio.wait_for(call, 10)).content[0].text == "Hello, Ada!"
+        assert [c["outcome"] for c in b.hub.calls.recent] == ["result", "input_required"]
+
+
+# --- the call table: rounds that keep their call's clock ----------------------------------------------------
+
+
+async def test_a_round_on_an_earlier_clock_times_out_at_its_deadline_before_fresh_calls():
+    table = CallTable(timeout=60)
+    fresh = table.open(room="r", session_id="s1", tool_key="t", arguments={})
+    loop = asyncio.get_running_loop()
+    began_earlier = CallClock(started=0.0, started_at=1.0, deadline=loop.time() + 0.2)  # its time is nearly up
+    waiting = table.open(room="r", session_id="s1", tool_key="t", arguments={}, clock=began_earlier,
+                         awaits="agent")
+    outcome = await asyncio.wait_for(waiting.future, 5)  # not after the fresh call's 60 s
+    assert outcome.kind == "timeout" and "agent did not answer" in outcome.error
+    assert not fresh.future.done()
+    assert [c.summary()["waiting_for"] for c in table.in_flight()] == ["page", "agent"]
+    table.close(waiting, outcome, remembered=False)  # a round that goes on elsewhere leaves no history
+    assert table.recent == [] and table.in_flight() == [fresh]
+    table.close(fresh, Outcome.failure("cancelled", "x"))
+    assert [c["outcome"] for c in table.recent] == ["cancelled"]

@@ -1,5 +1,5 @@
 """What a new user meets first, in real Chromium: the demo page's "connect an agent" box, the dashboard's
-tool filter, cancel button and agents line, and the choose dialog's options.
+tool filter, cancel button, agents line and calls waiting for the agent, and the choose dialog's options.
 
 The agent is the real MCP SDK client; pages that only register tools are the websockets page of support.py.
 """
@@ -153,6 +153,33 @@ async def test_dashboard_cancel_call_button(browser, bridge):
         running.set()
         message = dashboard.get_by_role("alert")
         await message.get_by_text("Could not cancel wait_for_ever: No such call in flight.").wait_for()
+
+
+async def test_dashboard_shows_a_call_waiting_for_the_agents_input_and_cancels_it(browser, bridge):
+    from mcp import Client
+
+    async def never_answers(context, params):
+        await asyncio.Event().wait()
+
+    ask = {"name": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
+    async with ws_page(bridge, tool("greet_user", "Greet the user by name.")) as greeter, \
+            Client(bridge.mcp_url(), mode="legacy", elicitation_callback=never_answers) as client, \
+            open_page(browser, bridge.url + "/dashboard", ready=DASHBOARD_READY) as dashboard:
+        await wait_for_tools(client, "greet_user")
+        call = asyncio.create_task(client.call_tool("greet_user", {}))
+        invoke = await greeter.event()
+        await greeter.send({"type": "agui.tool.input_request", "call_id": invoke["call_id"], "requests": ask,
+                            "requestState": None})
+        row = dashboard.locator("#in-flight tbody tr", has=dashboard.locator(".waiting"))
+        await row.get_by_text("waiting for the agent's input").wait_for()
+        assert "greet_user" in await row.text_content()
+        await dashboard.screenshot(path=screenshot_path("dashboard-waiting-for-agent.png"), full_page=True)
+        await row.get_by_role("button", name="Cancel call").click()
+        result = await asyncio.wait_for(call, 10)
+        assert result.is_error and "operator" in text_of(result)
+        await dashboard.locator("#in-flight").get_by_text("No call is waiting").wait_for()
 
 
 CHOICES = {
