@@ -136,7 +136,7 @@ class CallTable:
 
     def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
              on_note: NoteSink | None = None, clock: CallClock | None = None, awaits: str = "page") -> Call:
-        """A call in flight; with `clock`, a round of a call that began earlier (its deadline and age go on)."""
+        """A call in flight; with `clock`, one round of a call on that clock (its start and deadline go on)."""
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
         call_id = "c_" + os.urandom(12).hex()
         loop = asyncio.get_running_loop()

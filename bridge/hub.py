@@ -40,10 +40,9 @@ CATALOG_SLICE = 16  # tools a page's registration adds, or its leaving frees, be
 OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
 SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
-
-
 AGENT_CANCELLED = "The agent cancelled the call."
-Answers = TypeVar("Answers")
+
+Answers = TypeVar("Answers")  # what the agent's side answers the page's input requests with
 
 RESULT_DEPTH_MAX = 64
 REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
@@ -481,8 +480,8 @@ class Hub:
 
         `asked`: what the agent's side tells the page with the call (`client_capabilities`, and answers
         to the page's input requests); the page's input requests the agent cannot answer end the call
-        with "input_unsupported", and the page is told (agui.tool.cancel). `clock`: the agent's call
-        began earlier (this round brings the page the agent's answers), and its deadline holds."""
+        with "input_unsupported", and the page is told (agui.tool.cancel). `clock`: the agent's call's
+        (`calls.clock()`), which each of its rounds keeps: its start, and its deadline."""
         started = time.monotonic()
         asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
         session = self.pages.get(tool.session_id)
