@@ -7,7 +7,10 @@ dashboard. Knows nothing of sockets or MCP.
 
 Every call gets the same timeout, so the calls' deadlines come in the order the calls
 opened: one timer, set for the oldest call's deadline, times them all out (a timer per
-call cost a noticeable share of a call's CPU).
+call cost a noticeable share of a call's CPU). A call whose page asked the agent for input
+goes on in new rounds (the agent's wait, then the page again) that keep its clock, so their
+deadlines are earlier than their opening implies: those few are kept apart and checked
+each time the timer fires.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # What a page says about a call before it ends: {"progress": [progress, total, message]} or {"log": {...}}.
@@ -41,6 +44,15 @@ class Outcome:
         return cls(error=message, kind=kind)
 
 
+@dataclass(frozen=True, slots=True)
+class CallClock:
+    """When an agent's call started and when it times out, for each of its rounds."""
+
+    started: float  # time.monotonic()
+    started_at: float  # time.time(), for people
+    deadline: float  # on the event loop's clock
+
+
 @dataclass(eq=False, slots=True)
 class Call:
     call_id: str
@@ -49,15 +61,24 @@ class Call:
     tool_key: str
     arguments: dict[str, Any]
     future: asyncio.Future[Outcome]
-    deadline: float  # on the event loop's clock
+    clock: CallClock
     on_note: NoteSink | None = None
-    started: float = field(default_factory=time.monotonic)
-    started_at: float = field(default_factory=time.time)
+    # "page": the page was invoked and its answer is awaited; "agent": the page asked the agent for
+    # input and the agent's answers are awaited (the page has no call of this id).
+    awaits: str = "page"
+
+    @property
+    def deadline(self) -> float:
+        return self.clock.deadline
+
+    @property
+    def started(self) -> float:
+        return self.clock.started
 
     def summary(self, now: float | None = None) -> dict[str, Any]:
         age = (now if now is not None else time.monotonic()) - self.started
         return _summary(self.call_id, self.room, self.session_id, self.tool_key, self.arguments,
-                        self.started_at) | {"age_s": round(age, 3)}
+                        self.clock.started_at) | {"age_s": round(age, 3), "waiting_for": self.awaits}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +115,9 @@ class CallTable:
     """
 
     def __init__(self, history: int = 100, timeout: float = math.inf) -> None:
-        self._calls: dict[str, Call] = {}  # in the order they opened, which is the order of their deadlines
+        self._calls: dict[str, Call] = {}  # in the order they opened, which is the order of their deadlines...
+        self._apart: dict[str, Call] = {}  # ...but for these, which keep the clock of a call that began earlier
+        self._last_deadline = -math.inf  # of the last call opened in deadline order
         # Calls in flight per room and per page, for the limits checked on every call.
         self._in_room: Counter[str] = Counter()
         self._for_page: Counter[str] = Counter()
@@ -107,32 +130,61 @@ class CallTable:
     def __len__(self) -> int:
         return len(self._calls)
 
+    def clock(self) -> CallClock:
+        """The clock of a call starting now."""
+        return CallClock(time.monotonic(), time.time(), asyncio.get_running_loop().time() + self.timeout)
+
     def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
-             on_note: NoteSink | None = None) -> Call:
+             on_note: NoteSink | None = None, clock: CallClock | None = None, awaits: str = "page") -> Call:
+        """A call in flight; with `clock`, one round of a call on that clock (its start and deadline go on)."""
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
         call_id = "c_" + os.urandom(12).hex()
         loop = asyncio.get_running_loop()
-        call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(),
-                    loop.time() + self.timeout, on_note)
+        call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(), clock or self.clock(),
+                    on_note, awaits)
         self._calls[call_id] = call
         self._in_room[room] += 1
         self._for_page[session_id] += 1
-        if (self._timer is None or self._timer_loop is not loop) and self.timeout != math.inf:
+        if call.deadline >= self._last_deadline:
+            self._last_deadline = call.deadline
+        else:
+            self._apart[call_id] = call
+        if self.timeout != math.inf and (self._timer is None or self._timer_loop is not loop
+                                         or self._timer.when() > call.deadline):
+            if self._timer is not None:
+                self._timer.cancel()
             self._timer, self._timer_loop = loop.call_at(call.deadline, self._time_out), loop
         return call
 
     def _time_out(self) -> None:
-        """Answer every call past its deadline, then wait for the oldest call left."""
+        """Answer every call past its deadline, then wait for the next deadline."""
         self._timer = None
         loop = asyncio.get_running_loop()
         now = loop.time()
-        for call in self._calls.values():
+        upcoming = math.inf
+        for call in list(self._apart.values()):
             if call.deadline > now:
-                self._timer = loop.call_at(call.deadline, self._time_out)
-                return
-            if not call.future.done():
-                call.future.set_result(
-                    Outcome.failure("timeout", f"The page did not answer within {self.timeout:g} s."))
+                upcoming = min(upcoming, call.deadline)
+            else:
+                self._expire(call)
+        for call in self._calls.values():
+            if call.call_id in self._apart:
+                continue
+            if call.deadline > now:
+                upcoming = min(upcoming, call.deadline)
+                break
+            self._expire(call)
+        if upcoming != math.inf:
+            self._timer = loop.call_at(upcoming, self._time_out)
+
+    def _expire(self, call: Call) -> None:
+        if call.future.done():
+            return
+        if call.awaits == "agent":
+            message = f"The agent did not answer the page's request for input within the call's {self.timeout:g} s."
+        else:
+            message = f"The page did not answer within {self.timeout:g} s."
+        call.future.set_result(Outcome.failure("timeout", message))
 
     def get(self, call_id: str) -> Call | None:
         return self._calls.get(call_id)
@@ -179,19 +231,22 @@ class CallTable:
             call.on_note(note)
         return True
 
-    def close(self, call: Call, outcome: Outcome) -> None:
-        """Forget a call (idempotent) and remember how it ended."""
+    def close(self, call: Call, outcome: Outcome, *, remembered: bool = True) -> None:
+        """Forget a call (idempotent) and remember how it ended, unless (`remembered` False) it goes on
+        in another round."""
         if self._calls.pop(call.call_id, None) is None:
             return
+        self._apart.pop(call.call_id, None)
         for counts, key in ((self._in_room, call.room), (self._for_page, call.session_id)):
             counts[key] -= 1
             if not counts[key]:
                 del counts[key]
         if not call.future.done():
             call.future.cancel()
-        self._ended.appendleft(EndedCall(call.call_id, call.room, call.session_id, call.tool_key, call.arguments,
-                                         call.started_at, time.monotonic() - call.started, outcome.kind,
-                                         outcome.error))
+        if remembered:
+            self._ended.appendleft(EndedCall(call.call_id, call.room, call.session_id, call.tool_key,
+                                             call.arguments, call.clock.started_at, time.monotonic() - call.started,
+                                             outcome.kind, outcome.error))
 
     @property
     def recent(self) -> list[dict[str, Any]]:

@@ -17,11 +17,11 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from bridge import messages
-from bridge.calls import CallTable, NoteSink, Outcome
+from bridge.calls import Call, CallClock, CallTable, NoteSink, Outcome
 from bridge.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
                             check_definition, estimate_tokens)
 from bridge.defaults import HubConfig
@@ -40,7 +40,9 @@ CATALOG_SLICE = 16  # tools a page's registration adds, or its leaving frees, be
 OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
 SHUTTING_DOWN = "The bridge is shutting down; the page's answer, if any, is lost. Call again once it is back."
 PAGE_GONE = "The page that provides this tool went away (closed, reloaded or lost its connection) before answering."
+AGENT_CANCELLED = "The agent cancelled the call."
 
+Answers = TypeVar("Answers")  # what the agent's side answers the page's input requests with
 
 RESULT_DEPTH_MAX = 64
 REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
@@ -341,9 +343,7 @@ class Hub:
         and every page is told (a cancel for each of its calls) and its event stream ends."""
         for call in self.calls.in_flight():
             if self.calls.settle(call.call_id, Outcome.failure("shutdown", SHUTTING_DOWN)):
-                session = self.pages.get(call.session_id)
-                if session is not None:
-                    self.link.push(session, messages.tool_cancel(call.call_id, "shutdown"))
+                self._tell_page_ended(call, "shutdown")
         self.pages.close_all()
         self.semantic.close()
 
@@ -474,12 +474,14 @@ class Hub:
         return call_id if settled else None
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
-                   on_note: NoteSink | None = None, asked: dict[str, Any] | None = None) -> Outcome:
+                   on_note: NoteSink | None = None, asked: dict[str, Any] | None = None,
+                   clock: CallClock | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first.
 
         `asked`: what the agent's side tells the page with the call (`client_capabilities`, and answers
         to the page's input requests); the page's input requests the agent cannot answer end the call
-        with "input_unsupported", and the page is told (agui.tool.cancel)."""
+        with "input_unsupported", and the page is told (agui.tool.cancel). `clock`: the agent's call's
+        (`calls.clock()`), which each of its rounds keeps: its start, and its deadline."""
         started = time.monotonic()
         asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
         session = self.pages.get(tool.session_id)
@@ -492,9 +494,9 @@ class Hub:
             return refused
         assert session is not None  # a call to a page that is gone is refused
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
-                               on_note=on_note)
+                               on_note=on_note, clock=clock)
         invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id, asked)
-        outcome = Outcome.failure("cancelled", "The agent cancelled the call.")
+        outcome = Outcome.failure("cancelled", AGENT_CANCELLED)
         try:
             await self.link.invoke(session, call.call_id, invoke)
             outcome = await call.future  # the call table answers it with a timeout, if nothing else does
@@ -516,6 +518,40 @@ class Hub:
             self.link.settled(session, call.call_id)
             self._finished(room, tool.key, tool.session_id, outcome, time.monotonic() - started)
         return outcome
+
+    async def ask_agent(self, tool: Tool, arguments: dict[str, Any], clock: CallClock,
+                        ask: Callable[[], Awaitable[Answers]]) -> Answers | Outcome:
+        """The page asked the agent's side for input, and `ask` waits for the agent's answers (the page's
+        call has ended: it is invoked again with them). Meanwhile the call stays in the table, shown
+        waiting for the agent: it times out at the call's deadline and an operator may cancel it, which
+        ends `ask` and returns that outcome; else the answers."""
+        session = self.pages.get(tool.session_id)
+        if session is None:
+            return Outcome.failure("page_gone", PAGE_GONE)
+        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
+                               clock=clock, awaits="agent")
+        asking = asyncio.ensure_future(ask())
+        asking.add_done_callback(_retrieved)  # what it raises after the call ended elsewhere is of no use
+        ended: Outcome | None = None  # how the call ended, if it ended here
+        try:
+            await asyncio.wait((asking, call.future), return_when=asyncio.FIRST_COMPLETED)
+            if asking.done():
+                return asking.result()
+            ended = call.future.result()
+            asking.cancel()  # the agent's side is told the question is withdrawn, before it reads the answer
+            await asyncio.wait((asking,))
+            return ended
+        except asyncio.CancelledError:
+            ended = Outcome.failure("cancelled", AGENT_CANCELLED)
+            raise
+        except Exception as exc:  # the agent's client refused the request, or the connection broke
+            ended = Outcome.failure("error", f"The agent's side failed the page's request for input: {exc}")
+            raise
+        finally:
+            asking.cancel()
+            self.calls.close(call, ended or Outcome(), remembered=ended is not None)
+            if ended is not None:
+                self._finished(session.room, tool.key, tool.session_id, ended, time.monotonic() - call.started)
 
     @staticmethod
     def _answerable(outcome: Outcome, capabilities: dict[str, Any]) -> Outcome:
@@ -560,10 +596,15 @@ class Hub:
         call = self.calls.get(call_id)
         if call is None or not self.calls.settle(call_id, Outcome.failure("cancelled", OPERATOR_CANCELLED)):
             return False
-        session = self.pages.get(call.session_id)
-        if session is not None:
-            self.link.push(session, messages.tool_cancel(call_id, "cancelled by an operator"))
+        self._tell_page_ended(call, "cancelled by an operator")
         return True
+
+    def _tell_page_ended(self, call: Call, reason: str) -> None:
+        """A call the page was asked ends without its answer: the page stops working on it (a call that
+        waits for the agent's input is no longer the page's)."""
+        session = self.pages.get(call.session_id)
+        if session is not None and call.awaits == "page":
+            self.link.push(session, messages.tool_cancel(call.call_id, reason))
 
     def _finished(self, room: str, tool: str, session_id: str, outcome: Outcome, seconds: float) -> None:
         """One log line per call, the observers told, and refusals kept for the dashboard."""
@@ -576,6 +617,11 @@ class Hub:
             self.refused.appendleft({"room": room, "tool": tool, "reason": outcome.error, "at": time.time()})
         for observer in self.observers:
             observer.call_finished(room, outcome.kind, seconds)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 _STRICT_JSON = json.JSONEncoder(allow_nan=False)  # built once: json.dumps builds one per call for such options

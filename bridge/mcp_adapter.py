@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -40,14 +41,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token, room_name_problem
-from bridge.calls import MonotonicProgress, Outcome
+from bridge.agent_sessions import AgentSessions
+from bridge.answer_streams import AnswerStream
+from bridge.calls import CallClock, MonotonicProgress, Outcome
 from bridge.catalog import Listing, Room, Tool
 from bridge.config import Settings
 from bridge.hub import Hub, TooManyRooms
@@ -65,10 +67,14 @@ log = logging.getLogger("bridge.mcp")
 _tracer = trace.get_tracer("agui-mcp-bridge")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
+# How long after its last request a handshake session still counts as an active agent (/api/state).
+AGENT_ACTIVE_SECONDS = 60.0
 NOTIFY_TIMEOUT = 1.0
 # Changes within this long of the first go out as one notification: agents searching at once each
 # activate tools, and each notification is sent to every session of the room.
 NOTIFY_DELAY = 0.05
+WAITING_FOR_THE_AGENT = "Waiting for the agent's answer to the page's request for input."
+NOBODY_WAITS = "The agent's request was over before the page answered: the call was cancelled at the page."
 # How a task's call may end other than with the page's answer (or the agent's cancel): the task fails.
 TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "too_many_calls", "unavailable"})
 
@@ -162,11 +168,11 @@ class RoomServer:
                 self.legacy_sessions.popitem(last=False)
         return await call_next(ctx)
 
-    def forget_session(self, session_id: str | None) -> bool:
-        """Its client ended a handshake session; False if it was not known."""
+    def forget_session(self, session_id: str | None) -> None:
+        """Its client ended a handshake session."""
         if session_id is not None:
             self.log_levels.forget(session_id)
-        return session_id is not None and self.legacy_sessions.pop(session_id, None) is not None
+            self.legacy_sessions.pop(session_id, None)
 
     def _lists_meta_tools(self, listing: Listing) -> bool:
         return listing.search_mode or self.settings.meta_tools == "always"
@@ -238,8 +244,19 @@ class RoomServer:
                                           lambda answers: self._task_step(tool, arguments, asked | answers))
             if task is not None:  # else no task can be kept now, and the tool may run without one
                 return task
+        # A task's call outlives its request; any other ends with it (see bridge.answer_streams).
+        with AnswerStream.of(ctx.request).within():
+            return await self._call_in_rounds(ctx, tool, arguments, asked)
+        return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
+
+    async def _call_in_rounds(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
+                              asked: dict[str, Any]) -> dict[str, Any]:
+        """The page's call, and in the handshake era each of its input requests put to the agent's client
+        and the page called again with the answers: all within one clock (the call timeout) and one run of
+        progress values."""
+        clock, progress = self.hub.calls.clock(), MonotonicProgress()
         for _ in range(INPUT_ROUNDS_MAX):
-            outcome = await self._page_outcome(ctx, tool, arguments, asked)
+            outcome = await self._page_outcome(ctx, tool, arguments, asked, clock, progress)
             if outcome.kind == "input_unsupported":
                 raise missing_capability(outcome.result["requiredCapabilities"], outcome.error or "")
             if outcome.kind != "input_required":
@@ -247,9 +264,29 @@ class RoomServer:
                 return {**shaped, "resultType": "complete"} if modern(ctx) else shaped  # 2026-07-28 says what it is
             if modern(ctx):
                 return input_required(outcome.result, room=self.room.name, agent=owner_of(ctx))
-            asked = asked | {"input_responses": await ask_client(ctx, outcome.result["inputRequests"]),
-                             "request_state": outcome.result["requestState"]}
+            ask = partial(self._answers_of_the_agent, ctx, outcome.result["inputRequests"], progress)
+            answers = await self.hub.ask_agent(tool, arguments, clock, ask)
+            if isinstance(answers, Outcome):  # the call timed out, or an operator cancelled it, meanwhile
+                return self._shaped(tool, answers, modern=False)
+            asked = asked | {"input_responses": answers, "request_state": outcome.result["requestState"]}
         return _as_built(error_result(f"The page asked for input more than {INPUT_ROUNDS_MAX} times in one call."))
+
+    async def _answers_of_the_agent(self, ctx: ServerRequestContext, requests: dict[str, Any],
+                                    progress: MonotonicProgress) -> dict[str, Any]:
+        """Handshake era: the page's input requests go to the agent's client on the call's stream. An agent
+        that asked for progress hears it tick meanwhile, as while the page works."""
+        if progress_token_from_params(ctx.params) is None:
+            return await ask_client(ctx, requests)
+        async with anyio.create_task_group() as ticking:
+            ticking.start_soon(self._keep_alive, ctx, progress)
+            answers = await ask_client(ctx, requests)
+            ticking.cancel_scope.cancel()
+        return answers
+
+    async def _keep_alive(self, ctx: ServerRequestContext, progress: MonotonicProgress) -> None:
+        while True:
+            await anyio.sleep(self.settings.progress_interval)
+            await ctx.session.report_progress(*progress.tick(WAITING_FOR_THE_AGENT))
 
     async def _task_step(self, tool: Tool, arguments: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
         """One round of a task's call: its result (wire JSON), or InputNeeded."""
@@ -263,9 +300,11 @@ class RoomServer:
         return self._shaped(tool, outcome, modern=True)
 
     async def _page_outcome(self, ctx: ServerRequestContext | None, tool: Tool, arguments: dict[str, Any],
-                            asked: dict[str, Any]) -> Outcome:
+                            asked: dict[str, Any], clock: CallClock | None = None,
+                            progress: MonotonicProgress | None = None) -> Outcome:
         """Call the page, relaying its progress and log lines to the agent that asked for them. Without
-        `ctx` (a task's call, which outlives its request) nothing is relayed."""
+        `ctx` (a task's call, which outlives its request) nothing is relayed. `clock`: the call's, whose
+        deadline holds for each of its rounds; `progress`: the values the call's agent was sent so far."""
         # A child of the SDK's own span for the request, when the user installs an OpenTelemetry SDK.
         # Not made the current span: nothing below starts spans, and each call would keep a
         # context manager and a context token while it waits.
@@ -276,9 +315,10 @@ class RoomServer:
             log_levels = self.log_levels.allowed(ctx) if ctx is not None else frozenset()
             if ctx is None or not (wants_progress or log_levels):  # nothing to relay: no relay to run
                 outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id if ctx else None,
-                                              asked=asked)
+                                              asked=asked, clock=clock)
             else:
-                outcome = await self._call_relaying_notes(ctx, tool, arguments, asked, wants_progress, log_levels)
+                outcome = await self._call_relaying_notes(ctx, tool, arguments, asked, clock,
+                                                          progress or MonotonicProgress(), wants_progress, log_levels)
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
@@ -308,24 +348,24 @@ class RoomServer:
         return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
     async def _call_relaying_notes(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
-                                   asked: dict[str, Any], wants_progress: bool, log_levels: frozenset[str]):
+                                   asked: dict[str, Any], clock: CallClock | None, progress: MonotonicProgress,
+                                   wants_progress: bool, log_levels: frozenset[str]):
         send_notes, receive_notes = anyio.create_memory_object_stream[dict[str, Any]](64)
         with send_notes, receive_notes:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._relay_notes, ctx, receive_notes, wants_progress, log_levels)
+                tg.start_soon(self._relay_notes, ctx, receive_notes, progress, wants_progress, log_levels)
                 outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id, asked=asked,
-                                              on_note=lambda note: _offer(send_notes, note))
+                                              on_note=lambda note: _offer(send_notes, note), clock=clock)
                 # What the page reported before its answer reaches the agent before the answer; an
                 # agent that stopped reading does not hold the answer up for long.
                 send_notes.close()
                 tg.cancel_scope.deadline = anyio.current_time() + NOTIFY_TIMEOUT
         return outcome
 
-    async def _relay_notes(self, ctx: ServerRequestContext, page_notes, wants_progress: bool,
-                           log_levels: frozenset[str]) -> None:
+    async def _relay_notes(self, ctx: ServerRequestContext, page_notes, values: MonotonicProgress,
+                           wants_progress: bool, log_levels: frozenset[str]) -> None:
         """Forward the page's progress and log lines as the agent asked for them, and tick while the page
         is quiet so clients with request timeouts keep waiting."""
-        values = MonotonicProgress()
         while True:
             with anyio.move_on_after(self.settings.progress_interval if wants_progress else math.inf) as quiet:
                 try:
@@ -367,6 +407,7 @@ class _ServedRoom:
     manager: StreamableHTTPSessionManager  # SSE mode: sessions, progress, listen streams
     plain_calls: StreamableHTTPSessionManager  # JSON mode: 2026-07-28 calls without progress (plain_calls.py)
     stop: anyio.CancelScope
+    sessions: AgentSessions  # the handshake sessions agents opened and have not ended
     requests: int = 0  # in progress, including agents' open notification streams
     sessions_ended: bool = False  # a handshake client ended its session (DELETE)
     last_used: float = 0.0
@@ -399,11 +440,14 @@ class McpRooms:
         # included): the SDK's own check of them would only repeat it on every request.
         self.security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
-    def agents(self, room: str) -> dict[str, int]:
-        """Who is connected to a room's MCP endpoint, as far as the transport shows it."""
-        served, server = self._served.get(room), self._servers.get(room)
+    def agents(self, room: str) -> dict[str, Any]:
+        """The agents at a room's MCP endpoint, as far as the transport shows them: requests being answered
+        (agents' open notification streams included), and handshake sessions active now or within the
+        last `active_window_s` seconds (one an agent left without ending it stops counting then)."""
+        served = self._served.get(room)
         return {"requests_open": served.requests if served else 0,
-                "handshake_sessions_seen": len(server.legacy_sessions) if server else 0}
+                "sessions_active": served.sessions.active() if served else 0,
+                "active_window_s": AGENT_ACTIVE_SECONDS}
 
     @property
     def served_rooms(self) -> frozenset[str]:
@@ -481,7 +525,8 @@ class McpRooms:
                 plain_calls = StreamableHTTPSessionManager(server.server, security_settings=self.security,
                                                            json_response=True)
                 stop = await self._task_group.start(_run_managers, (manager, plain_calls))
-                served = self._served[room] = _ServedRoom(server, manager, plain_calls, stop)
+                served = self._served[room] = _ServedRoom(server, manager, plain_calls, stop,
+                                                          AgentSessions(LEGACY_SESSIONS_MAX, AGENT_ACTIVE_SECONDS))
             return served
 
     async def _free_idle_rooms(self) -> None:
@@ -510,24 +555,32 @@ class McpRooms:
             await refusal(scope, receive, send)
             return
         served.requests += 1
+        session_request = served.sessions.started(scope, send)
+        stream = AnswerStream.given(scope)
         try:
-            if may_ask_for_plain_call(scope):
-                request = await PeekedRequest.read(receive)
-                if is_plain_call(request):
-                    await answer_watching_disconnect(served.plain_calls.handle_request, scope, request, receive, send)
-                else:
-                    await served.manager.handle_request(scope, request.replay(receive), send)
-            else:
-                await served.manager.handle_request(scope, receive, send)
+            await self._answer(served, scope, receive, send if session_request is None else session_request.send)
         finally:
+            stream.end()  # a call still waiting for this request's answer can no longer be answered
             served.requests -= 1
             served.last_used = time.monotonic()
-            if scope["method"] == "DELETE":
-                served.sessions_ended |= served.server.forget_session(Headers(scope=scope).get("mcp-session-id"))
+            if session_request is not None and served.sessions.finished(session_request):
+                served.sessions_ended = True
+                served.server.forget_session(session_request.session_id)
             # A room its handshake clients left is freed as their last request ends, not when idle.
-            if (served.sessions_ended and not served.server.legacy_sessions and self._may_free(room, served)
+            if (served.sessions_ended and not served.sessions and self._may_free(room, served)
                     and self._served.get(room) is served):
                 self._free(room)
+
+    @staticmethod
+    async def _answer(served: _ServedRoom, scope: Scope, receive: Receive, send: Send) -> None:
+        if may_ask_for_plain_call(scope):
+            request = await PeekedRequest.read(receive)
+            if is_plain_call(request):
+                await answer_watching_disconnect(served.plain_calls.handle_request, scope, request, receive, send)
+            else:
+                await served.manager.handle_request(scope, request.replay(receive), send)
+        else:
+            await served.manager.handle_request(scope, receive, send)
 
     def _refusal(self, scope: Scope, room: str) -> PlainTextResponse | None:
         if (problem := room_name_problem(room)) is not None:

@@ -1,5 +1,5 @@
 """What a new user meets first, in real Chromium: the demo page's "connect an agent" box, the dashboard's
-tool filter, cancel button and agents line, and the choose dialog's options.
+tool filter, cancel button, agents line and calls waiting for the agent, and the choose dialog's options.
 
 The agent is the real MCP SDK client; pages that only register tools are the websockets page of support.py.
 """
@@ -89,8 +89,7 @@ async def test_dashboard_filters_a_room_of_300_tools_and_says_who_is_connected(b
         room = dashboard.locator("section.room[data-room=big]")
         counts, agents = room.locator(".counts"), room.locator(".agents")
         await room.get_by_text("1 page, 300 tools").wait_for()
-        assert await agents.text_content() == "no agent connected"
-        assert "MCP session" in await agents.get_attribute("title")
+        assert await agents.text_content() == "no agent active"
 
         search = dashboard.get_by_role("searchbox", name="Filter the tools of room big")
         await search.fill("invoice")
@@ -105,12 +104,14 @@ async def test_dashboard_filters_a_room_of_300_tools_and_says_who_is_connected(b
         # An agent joins: the room is redrawn, the filter keeps its words, its count and the focus.
         async with mcp_client(bridge, room="big") as client:
             await client.list_tools()
-            await agents.get_by_text("agents: 1 connected").wait_for()
+            await agents.get_by_text("agents: 1 active").wait_for()
+            title = await agents.get_attribute("title")
+            assert "MCP sessions with a request being answered now" in title and "last 60 s" in title
             assert await counts.text_content() == "1 page, 12 of 300 tools"
             assert await search.input_value() == "invoice"
             assert await search.evaluate("(input) => input === document.activeElement")
             await dashboard.screenshot(path=screenshot_path("dashboard-filter.png"), full_page=True)
-        await agents.get_by_text("no agent connected").wait_for()
+        await agents.get_by_text("no agent active").wait_for()  # it ended its session
 
         await search.fill("no such words")
         await room.get_by_text("No tool matches the filter.").wait_for()
@@ -173,6 +174,33 @@ async def test_dashboard_cancel_call_button(browser, bridge):
         running.set()
         message = dashboard.get_by_role("alert")
         await message.get_by_text("Could not cancel wait_for_ever: No such call in flight.").wait_for()
+
+
+async def test_dashboard_shows_a_call_waiting_for_the_agents_input_and_cancels_it(browser, bridge):
+    from mcp import Client
+
+    async def never_answers(context, params):
+        await asyncio.Event().wait()
+
+    ask = {"name": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
+    async with ws_page(bridge, tool("greet_user", "Greet the user by name.")) as greeter, \
+            Client(bridge.mcp_url(), mode="legacy", elicitation_callback=never_answers) as client, \
+            open_page(browser, bridge.url + "/dashboard", ready=DASHBOARD_READY) as dashboard:
+        await wait_for_tools(client, "greet_user")
+        call = asyncio.create_task(client.call_tool("greet_user", {}))
+        invoke = await greeter.event()
+        await greeter.send({"type": "agui.tool.input_request", "call_id": invoke["call_id"], "requests": ask,
+                            "requestState": None})
+        row = dashboard.locator("#in-flight tbody tr", has=dashboard.locator(".waiting"))
+        await row.get_by_text("waiting for the agent's input").wait_for()
+        assert "greet_user" in await row.text_content()
+        await dashboard.screenshot(path=screenshot_path("dashboard-waiting-for-agent.png"), full_page=True)
+        await row.get_by_role("button", name="Cancel call").click()
+        result = await asyncio.wait_for(call, 10)
+        assert result.is_error and "operator" in text_of(result)
+        await dashboard.locator("#in-flight").get_by_text("No call is waiting").wait_for()
 
 
 CHOICES = {

@@ -152,7 +152,7 @@ async def test_dashboard_shows_arguments_agents_and_refusals_and_cancels_a_call(
         assert call["arguments"].startswith('{"text": "yyy') and len(call["arguments"]) <= 200
         assert state["refused"][0]["tool"] == "no_such_tool" and "Unknown tool" in state["refused"][0]["reason"]
         (room,) = state["rooms"]
-        assert room["agents"]["handshake_sessions_seen"] >= 1
+        assert room["agents"]["sessions_active"] == 1
 
         foreign = await http.post(f"{b.url}/api/calls/{call['call_id']}/cancel", headers={"Origin": "https://evil.example"})
         assert foreign.status_code == 403
