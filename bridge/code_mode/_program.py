@@ -20,8 +20,8 @@ from functools import partial
 from typing import Any
 
 import pydantic_monty
-from pydantic_monty import (FunctionSnapshot, FutureSnapshot, MontyComplete, MontyError, MontyTypingError,
-                            NameLookupSnapshot)
+from pydantic_monty import (FunctionSnapshot, FutureSnapshot, MontyComplete, MontyError, MontyRuntimeError,
+                            MontyTypingError, NameLookupSnapshot)
 
 from bridge.code_mode import _values
 from bridge.code_mode._errors import from_monty, from_type_check
@@ -35,6 +35,9 @@ from bridge.code_mode.tool_calls import AnswerLost, CallFinished, CallFinishedSi
 log = logging.getLogger(__name__)
 Snapshot = FunctionSnapshot | NameLookupSnapshot | FutureSnapshot | MontyComplete
 ParkSink = Callable[[ParkedProgram], None]
+# Checking a program that imports a module the sandbox does not have, the type checker first asks the host for
+# its stubs; then it finds the import unresolved.
+STUBS_ASKED = "import_stubs"
 
 
 class _Stop(Exception):
@@ -148,7 +151,10 @@ class Run:
     async def _feed(self, session: Session) -> Snapshot:
         feed = partial(session.monty.feed_start, self._program.code, print_callback=self._printed)
         try:
-            return await session.run(feed)
+            snapshot = await session.run(feed)
+            while isinstance(snapshot, FunctionSnapshot) and snapshot.function_name == STUBS_ASKED:
+                snapshot = await session.run(snapshot.resume_not_handled)  # no stubs but the tools'
+            return snapshot
         except MontyTypingError as error:
             refusal = from_type_check(error, self._program.functions, self._program.signatures)
             if refusal is not None:
@@ -156,7 +162,10 @@ class Run:
             return await session.run(partial(feed, skip_type_check=True))
 
     async def _load(self, snapshot: bytes, session: Session) -> Snapshot:
-        return await session.run(partial(session.monty.load_snapshot, snapshot, print_callback=self._printed))
+        try:
+            return await session.run(partial(session.monty.load_snapshot, snapshot, print_callback=self._printed))
+        except MontyRuntimeError as error:  # a record damaged on its way
+            raise _Stop(RunError("invalid", f"the parked program cannot be loaded: {error}")) from None
 
     async def _advance(self, session: Session, snapshot: Snapshot) -> MontyComplete | FutureSnapshot:
         """Answer the program's pauses until it ends or waits on calls none of which has answered."""

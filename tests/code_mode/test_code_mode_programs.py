@@ -9,7 +9,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from code_mode_pages import SCHEMAS, FakePages, eventually, order
+from code_mode_pages import SCHEMAS, FakePages, eventually, order, run_script
 
 from bridge.code_mode import CallFinished, CodeMode, Limits, RunResult
 
@@ -377,3 +377,13 @@ async def test_a_caller_failing_unexpectedly_fails_that_call_only(code_mode):
     result = await code_mode.run("try:\n    await get_order(order_id=1)\nexcept Exception as e:\n    r = str(e)\nr",
                                  SCHEMAS, broken)
     assert result.value == "LookupError: the hub is confused"
+
+
+def test_the_package_imports_neither_starlette_nor_mcp():
+    """It belongs with the core, which the MCP edge builds on."""
+    code = ("import sys, bridge.code_mode\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'starlette', 'uvicorn', "
+            "'sse_starlette', 'websockets'}))")
+    done = run_script(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
