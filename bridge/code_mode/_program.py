@@ -25,7 +25,7 @@ from pydantic_monty import (FunctionSnapshot, FutureSnapshot, MontyComplete, Mon
 
 from bridge.code_mode import _values
 from bridge.code_mode._errors import from_monty, from_type_check
-from bridge.code_mode._workers import Session, Workers
+from bridge.code_mode._workers import SandboxClosed, Session, Workers
 from bridge.code_mode.limits import Limits
 from bridge.code_mode.parked import ParkedProgram, PendingCall
 from bridge.code_mode.run_result import RunError, RunResult
@@ -38,6 +38,7 @@ ParkSink = Callable[[ParkedProgram], None]
 # Checking a program that imports a module the sandbox does not have, the type checker first asks the host for
 # its stubs; then it finds the import unresolved.
 STUBS_ASKED = "import_stubs"
+CLOSED = RunError("closed", "the sandbox is closed (the bridge is stopping)")
 
 
 class _Stop(Exception):
@@ -89,10 +90,11 @@ class Program:
 
 
 class Run:
-    def __init__(self, workers: Workers, program: Program, caller: ToolCaller, *,
+    def __init__(self, workers: Workers, program: Program, caller: ToolCaller, *, park_after: float = 0.0,
                  on_call_finished: CallFinishedSink | None = None, on_park: ParkSink | None = None,
                  calls_started: int = 0, printed: _Printed | None = None) -> None:
         self._workers = workers
+        self._park_after = park_after
         self._program = program
         self._limits = program.limits
         self._caller = caller
@@ -106,11 +108,11 @@ class Run:
 
     @classmethod
     def parked(cls, workers: Workers, program: Program, parked: ParkedProgram, answers: Mapping[int, Awaitable[Any]],
-               caller: ToolCaller, **sinks: Any) -> Run:
+               caller: ToolCaller, **options: Any) -> Run:
         """A parked program, to go on: the answers to its pending calls come from `answers`; a call missing
         there is answered "outcome unknown"."""
         run = cls(workers, program, caller, calls_started=parked.calls_started,
-                  printed=_Printed(parked.limits.max_printed_chars, parked.printed, parked.printed_over), **sinks)
+                  printed=_Printed(parked.limits.max_printed_chars, parked.printed, parked.printed_over), **options)
         for pending in parked.pending:
             answer = answers.get(pending.call_id)
             run._track(pending.call_id, pending.name, pending.arguments,
@@ -141,7 +143,11 @@ class Run:
                 checkout, begin = {}, partial(self._load, dump)
         except _Stop as stop:
             return self._ended(stop.error)
+        except SandboxClosed:
+            return self._ended(CLOSED)
         except MontyError as error:
+            if self._workers.closed:  # its worker stopped with the sandbox
+                return self._ended(CLOSED)
             return self._ended(self._printed_error() or from_monty(error, self._limits))
         finally:
             for call in self._calls.values():  # the program is over: nobody reads these answers
@@ -185,6 +191,9 @@ class Run:
                     snapshot = await session.run(snapshot.resume)  # NameError in the program
             else:
                 answers = self._answers(snapshot.pending_call_ids)
+                if not answers and self._park_after > 0:  # a quick page answers before parking is worth it
+                    await self._any_answer(snapshot.pending_call_ids, self._park_after)
+                    answers = self._answers(snapshot.pending_call_ids)
                 if not answers:
                     return snapshot
                 snapshot = await session.run(snapshot.resume, answers)
@@ -257,10 +266,10 @@ class Run:
             calls_started=self._started, printed=self._printed.text, printed_over=self._printed.over,
             limits=self._limits, monty_version=pydantic_monty.__version__))
 
-    async def _any_answer(self, pending: list[int]) -> None:
+    async def _any_answer(self, pending: list[int], timeout: float | None = None) -> None:
         waiting = [self._calls[call_id].answer for call_id in pending if call_id in self._calls]
         if len(waiting) == len(pending):  # else a lost call is answered at once
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
 
     def _completed(self, output: Any) -> RunResult:
         if (printed_error := self._printed_error()) is not None:

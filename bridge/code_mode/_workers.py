@@ -7,7 +7,7 @@ completes each call from a Rust thread taking the GIL, and a completion racing i
 A session holds one worker. At most `max_workers` sessions are held at once (a semaphore on the event loop), so
 a thread never blocks waiting for a worker and every held session finds a thread. Cancelling a Monty call that is
 running kills its worker (the pool replaces it): the thread comes back at once instead of when the sandbox's time
-limit ends the call.
+limit ends the call. Closing kills the workers running programs too (Monty's pool would wait for them).
 """
 
 from __future__ import annotations
@@ -41,22 +41,29 @@ class Workers:
         # One thread per session held, and one for the pool's own start and stop.
         self._threads = concurrent.futures.ThreadPoolExecutor(max_workers + 1, thread_name_prefix="code-mode")
         self._free = asyncio.Semaphore(max_workers)
-        self._held = 0
+        self._sessions: set[Session] = set()
         self._open = False
 
     @property
     def held(self) -> int:
         """Sessions holding a worker now."""
-        return self._held
+        return len(self._sessions)
+
+    @property
+    def closed(self) -> bool:
+        return not self._open
 
     async def open(self) -> None:
         await asyncio.wrap_future(self._threads.submit(self._pool.__enter__))
         self._open = True
 
     async def close(self) -> None:
-        """Stop the workers (a program still running ends with a crashed error) and the threads."""
+        """Stop the workers and the threads. A program computing is stopped (the pool would wait for it); one
+        parked ends when it would next need a worker."""
         if self._open:
             self._open = False
+            for session in list(self._sessions):
+                session.kill()
             await asyncio.wrap_future(self._threads.submit(self._pool.__exit__, None, None, None))
         await asyncio.to_thread(self._threads.shutdown, True)
 
@@ -64,14 +71,17 @@ class Workers:
     async def session(self, **checkout: Any) -> AsyncIterator[Session]:
         """A session on one worker (`checkout` as `Monty.checkout` takes), given back when the block ends."""
         if not self._open:
-            raise RuntimeError("the sandbox is not open: use `async with CodeMode(...)`")
+            raise SandboxClosed()
         await self._free.acquire()
+        if not self._open:
+            self._free.release()
+            raise SandboxClosed()
         try:
             session = Session(self, self._pool.checkout(**checkout), asyncio.get_running_loop())
         except BaseException:
             self._free.release()
             raise
-        self._held += 1
+        self._sessions.add(session)
         try:
             await session.enter()
             yield session
@@ -87,9 +97,14 @@ class Workers:
     def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
         return self._threads.submit(fn, *args)
 
-    def freed(self) -> None:
-        self._held -= 1
+    def freed(self, session: Session) -> None:
+        self._sessions.discard(session)
         self._free.release()
+
+
+class SandboxClosed(RuntimeError):
+    def __init__(self) -> None:
+        super().__init__("the sandbox is closed")
 
 
 class Session:
@@ -117,9 +132,16 @@ class Session:
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
-            if not future.done() and self._pid is not None:
-                _kill(self._pid)
+            self.kill()
             raise
+
+    def kill(self) -> None:
+        """Stop the worker's call in flight, if any, by killing the worker (the pool replaces it)."""
+        if self._last is not None and not self._last.done() and self._pid is not None:
+            try:
+                os.kill(self._pid, _KILL)
+            except ProcessLookupError:
+                pass
 
     def end(self) -> concurrent.futures.Future[None]:
         """Give the worker back once its last call is over (at once, unless cancelled mid-call), then free the
@@ -135,7 +157,7 @@ class Session:
                 log.debug("a sandbox session ended with an error", exc_info=True)
             finally:
                 try:
-                    self._loop.call_soon_threadsafe(self._workers.freed)
+                    self._loop.call_soon_threadsafe(self._workers.freed, self)
                 except RuntimeError:  # the event loop is closed: nothing waits for the slot
                     pass
                 done.set_result(None)
@@ -152,10 +174,3 @@ class Session:
         else:
             last.add_done_callback(after)
         return done
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, _KILL)
-    except ProcessLookupError:
-        pass

@@ -10,8 +10,8 @@ from typing import Any, Literal
 # type_check: a tool called with wrong arguments, an unknown name, a missing await (no line ran);
 # exception: an exception the program did not catch; limit: a limit of `Limits` (its name in `limit`);
 # value: the value cannot be returned (nested too deep); invalid: the run could not start (program too long, a
-# parked record from another Monty version); crashed: the sandbox's worker died.
-ErrorKind = Literal["syntax", "type_check", "exception", "limit", "value", "invalid", "crashed"]
+# parked record from another Monty version); crashed: the sandbox's worker died; closed: the sandbox was closed.
+ErrorKind = Literal["syntax", "type_check", "exception", "limit", "value", "invalid", "crashed", "closed"]
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,10 @@ def tool_stubs(tools: Mapping[str, Mapping[str, Any] | None]) -> str:
     return STUBS_HEADER + "\n".join(lines) + "\n"
 
 
+def _is_keyword_argument(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
 def _function_line(name: str, parameters: list[str]) -> str:
     line = f"async def {name}({_parameter_list(parameters)}) -> Any"
     try:  # a schema this module reads wrongly must not break the checker's stub module: the tool takes anything
@@ -75,7 +79,7 @@ def _parameters(schema: Mapping[str, Any] | None) -> list[str]:
     properties = properties if isinstance(properties, Mapping) else {}
     required_list = schema.get("required")
     required = {n for n in required_list if isinstance(n, str)} if isinstance(required_list, list) else set()
-    plain = [name for name in properties if isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)]
+    plain = [name for name in properties if isinstance(name, str) and _is_keyword_argument(name)]
     ordered = [n for n in plain if n in required] + [n for n in plain if n not in required]
     parameters = [_parameter(name, properties[name], name in required) for name in ordered]
     additional = schema.get("additionalProperties")

@@ -79,10 +79,10 @@ async def test_time_waiting_on_pages_is_not_computing_time(code_mode):
         for n in range(3):
             answers.append(await ask_user(question=f"Step {n}?"))
         answers
-        """), SCHEMAS, pages, limits=Limits(compute_seconds=0.2)))
+        """), SCHEMAS, pages, limits=Limits(compute_seconds=0.5)))
     for n in range(3):  # the user takes longer to answer than the program may compute in all
         await eventually(lambda: len(pages.calls) == n + 1)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.6)
         await pages.user_answers.put(f"answer {n}")
     result = await asyncio.wait_for(run, 30)
     assert result.value == ["answer 0", "answer 1", "answer 2"], result.text()
@@ -96,7 +96,7 @@ async def test_computing_time_adds_up_across_calls_and_parks(code_mode):
             for n in range(100_000):
                 pass
             await get_order(order_id=1)
-        """), SCHEMAS, FakePages(), limits=Limits(compute_seconds=0.5, max_calls=100_000))
+        """), SCHEMAS, FakePages(delay=0.05), limits=Limits(compute_seconds=0.5, max_calls=100_000))
     assert result.error is not None and result.error.limit == "compute_seconds", result.text()
     assert result.calls >= 2
 

@@ -42,6 +42,29 @@ async def test_programs_waiting_on_dialogs_hold_no_worker(code_mode):
     assert all(r.value[1] == 1 for r in results)
 
 
+async def test_a_program_whose_calls_answer_quickly_keeps_its_worker_and_is_not_parked(code_mode):
+    parked: list[ParkedProgram] = []
+    result = await code_mode.run("[(await get_order(order_id=n))['id'] for n in range(5)]", SCHEMAS,
+                                 FakePages(delay=0), on_park=parked.append)
+    assert result.value == [0, 1, 2, 3, 4] and parked == []
+
+
+async def test_with_park_after_0_a_program_is_parked_at_each_wait():
+    parked: list[ParkedProgram] = []
+    pages = FakePages()
+
+    async def once_parked(arguments: dict[str, Any]) -> Any:  # answers only when its program is parked
+        await eventually(lambda: len(parked) == len(pages.calls))
+        return order(arguments["order_id"])
+
+    pages.tools["get_order"] = once_parked
+    async with CodeMode(max_workers=1, park_after=0) as code_mode:
+        result = await code_mode.run("[(await get_order(order_id=n))['id'] for n in range(5)]", SCHEMAS, pages,
+                                     on_park=parked.append)
+    assert result.value == [0, 1, 2, 3, 4]
+    assert [[c.name for c in record.pending] for record in parked] == [["get_order"]] * 5
+
+
 # Resumes a parked program read from a file, with this process's own pages, and prints the result as JSON.
 RESUME = textwrap.dedent("""
     import asyncio, json, sys
@@ -223,3 +246,21 @@ async def test_a_damaged_snapshot_is_an_error_not_a_crash(code_mode):
     assert result.error.message.startswith("the parked program cannot be loaded")
     after = await code_mode.run("[o['id'] for o in [await get_order(order_id=3)]]", SCHEMAS, FakePages())
     assert after.value == [order(3)["id"]]
+
+
+async def test_closing_the_sandbox_ends_computing_and_parked_programs_with_a_clear_error():
+    pages = FakePages()
+    async with CodeMode(max_workers=2, limits=Limits(compute_seconds=120)) as code_mode:
+        computing = asyncio.create_task(code_mode.run("while True:\n    pass", SCHEMAS, FakePages()))
+        parked = asyncio.create_task(code_mode.run("await ask_user(question='Still there?')", SCHEMAS, pages))
+        await eventually(lambda: code_mode.workers_held == 1 and pages.in_flight == 1)
+        await asyncio.sleep(0.2)
+    # Closed: the computing program is stopped rather than waited for (120 s).
+    result = await asyncio.wait_for(computing, 10)
+    assert result.error is not None and result.error.kind == "closed"
+    assert result.error.message == "the sandbox is closed (the bridge is stopping)"
+    await pages.user_answers.put("yes")  # the parked program's answer comes after: it cannot go on
+    result = await asyncio.wait_for(parked, 10)
+    assert result.error is not None and result.error.kind == "closed"
+    after = await code_mode.run("1", SCHEMAS, FakePages())
+    assert after.error is not None and after.error.kind == "closed"
