@@ -16,7 +16,7 @@ from bridge.code_mode.description import run_code_description
 from bridge.code_mode.limits import Limits
 from bridge.code_mode.parked import ParkedProgram
 from bridge.code_mode.run_result import RunError, RunResult
-from bridge.code_mode.signatures import CALL_TOOL, CALL_TOOL_SIGNATURE, is_function_name, python_signature, tool_stubs
+from bridge.code_mode.signatures import CALL_TOOL, CALL_TOOL_SIGNATURE, function_signatures, stubs_module
 from bridge.code_mode.tool_calls import CallFinishedSink, ToolCaller
 
 ToolSchemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> its input schema
@@ -70,9 +70,10 @@ class CodeMode:
         if len(code) > limits.max_program_chars:
             return RunResult(error=RunError("invalid", f"the program is {len(code):,} characters, over the limit "
                                             f"of {limits.max_program_chars:,}", limit="max_program_chars"))
-        run = Run(self._workers, _program(run_id or uuid.uuid4().hex, code, tools, limits), caller,
+        signatures = function_signatures(tools)
+        run = Run(self._workers, _program(run_id or uuid.uuid4().hex, code, signatures, limits), caller,
                   park_after=self.park_after, on_call_finished=on_call_finished, on_park=on_park)
-        return await run.from_start(tool_stubs(tools) if self.type_check else None)
+        return await run.from_start(stubs_module(signatures) if self.type_check else None)
 
     async def resume(self, parked: ParkedProgram, answers: Mapping[int, Awaitable[Any]], tools: ToolSchemas,
                      caller: ToolCaller, *, on_call_finished: CallFinishedSink | None = None,
@@ -83,13 +84,13 @@ class CodeMode:
         if parked.monty_version != pydantic_monty.__version__:
             return RunResult(error=RunError("invalid", f"the program was parked by sandbox version "
                                             f"{parked.monty_version}, this process runs {pydantic_monty.__version__}"))
-        program = _program(parked.run_id, parked.code, tools, parked.limits)
+        program = _program(parked.run_id, parked.code, function_signatures(tools), parked.limits)
         run = Run.parked(self._workers, program, parked, answers, caller, park_after=self.park_after,
                          on_call_finished=on_call_finished, on_park=on_park)
         return await run.from_snapshot(parked.snapshot)
 
 
-def _program(run_id: str, code: str, tools: ToolSchemas, limits: Limits) -> Program:
-    functions = frozenset(name for name in tools if is_function_name(name)) | {CALL_TOOL}
-    signatures = {name: python_signature(name, tools[name]) for name in functions if name != CALL_TOOL}
-    return Program(run_id, code, functions, signatures | {CALL_TOOL: CALL_TOOL_SIGNATURE}, limits)
+def _program(run_id: str, code: str, signatures: dict[str, str], limits: Limits) -> Program:
+    """`signatures`: of the tools that are functions in programs (`function_signatures`)."""
+    return Program(run_id, code, frozenset(signatures) | {CALL_TOOL}, signatures | {CALL_TOOL: CALL_TOOL_SIGNATURE},
+                   limits)

@@ -13,9 +13,9 @@ names cannot be keyword arguments are passed through `**`, and the signature tak
 
 from __future__ import annotations
 
-import ast
 import builtins
 import keyword
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +32,7 @@ _VAR_KEYWORD_NAMES = ("more", "extra", "other_arguments")
 
 def is_function_name(name: str) -> bool:
     """Whether a tool of this name is a function in programs (else only `call_tool` reaches it)."""
-    return name.isidentifier() and not keyword.iskeyword(name) and name not in _BUILTIN_NAMES and name != CALL_TOOL
+    return _is_keyword_argument(name) and name not in _BUILTIN_NAMES and name != CALL_TOOL
 
 
 def python_signature(name: str, input_schema: Mapping[str, Any] | None) -> str:
@@ -44,25 +44,31 @@ def python_signature(name: str, input_schema: Mapping[str, Any] | None) -> str:
     return f"await {CALL_TOOL}({name!r}, arguments)  # arguments: " + (", ".join(parameters) or "none")
 
 
+def function_signatures(tools: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:
+    """The signature of each tool that is a function in programs, by name."""
+    return {name: _function_line(name, _parameters(schema)) for name, schema in tools.items()
+            if is_function_name(name)}
+
+
 def tool_stubs(tools: Mapping[str, Mapping[str, Any] | None]) -> str:
     """The stub module the type checker reads: `call_tool` and one function per tool that can be one."""
-    lines = [CALL_TOOL_SIGNATURE + ": ..."]
-    lines += [_function_line(name, _parameters(schema)) + ": ..." for name, schema in tools.items()
-              if is_function_name(name)]
-    return STUBS_HEADER + "\n".join(lines) + "\n"
+    return stubs_module(function_signatures(tools))
+
+
+def stubs_module(signatures: Mapping[str, str]) -> str:
+    """The stub module for these tools' signatures (`function_signatures`), `call_tool`'s first. Each signature
+    is valid Python by construction (names checked, types from a fixed grammar, values as their repr): the
+    tests parse the stubs of any schema."""
+    return STUBS_HEADER + "".join(f"{line}: ...\n" for line in [CALL_TOOL_SIGNATURE, *signatures.values()])
 
 
 def _is_keyword_argument(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name)
+    """ASCII only: Python folds other identifiers (NFKC), so the name the program gives is not the schema's."""
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _function_line(name: str, parameters: list[str]) -> str:
-    line = f"async def {name}({_parameter_list(parameters)}) -> Any"
-    try:  # a schema this module reads wrongly must not break the checker's stub module: the tool takes anything
-        ast.parse(line + ": ...")
-    except SyntaxError:
-        line = f"async def {name}(**more: Any) -> Any"
-    return line
+    return f"async def {name}({_parameter_list(parameters)}) -> Any"
 
 
 def _parameter_list(parameters: list[str]) -> str:
@@ -84,12 +90,16 @@ def _parameters(schema: Mapping[str, Any] | None) -> list[str]:
     parameters = [_parameter(name, properties[name], name in required) for name in ordered]
     additional = schema.get("additionalProperties")
     if len(plain) < len(properties) or additional is True or isinstance(additional, Mapping) and additional:
-        parameters.append(f"**{next(n for n in _VAR_KEYWORD_NAMES if n not in properties)}: Any")
+        parameters.append(f"**{_unused(_VAR_KEYWORD_NAMES, properties)}: Any")
     return parameters
 
 
+def _unused(names: tuple[str, ...], taken: Mapping[str, Any]) -> str:
+    return next((name for name in names if name not in taken), names[0] + "_" * (1 + max(map(len, taken), default=0)))
+
+
 def _parameter(name: str, schema: Any, required: bool) -> str:
-    text = f"{name}: {annotation(schema)}"
+    text = f"{name}: {_annotation(schema)}"
     if required:
         return text
     return f"{text} = {_default(schema)}"
@@ -101,11 +111,13 @@ def _default(schema: Any) -> str:
     value = schema["default"]
     if not isinstance(value, (str, int, float, bool)) and value is not None or not _accepts(schema, value):
         return "..."
+    if isinstance(value, float) and not math.isfinite(value):  # `nan` is no Python literal
+        return "..."
     shown = repr(value)
     return shown if len(shown) <= DEFAULT_SHOWN_CHARS else "..."
 
 
-def annotation(schema: Any, depth: int = 0) -> str:
+def _annotation(schema: Any, depth: int = 0) -> str:
     """A JSON schema as a Python type: `int`, `list[str]`, `Literal['eur', 'usd']`, `str | None`, `Any`."""
     if not isinstance(schema, Mapping) or depth > NESTING_READ:
         return "Any"
@@ -116,17 +128,17 @@ def annotation(schema: Any, depth: int = 0) -> str:
         return _literal(values)
     kind = schema.get("type")
     if isinstance(kind, list):
-        return _union([annotation({**schema, "type": k}, depth) for k in kind if isinstance(k, str)])
+        return _union([_annotation({**schema, "type": k}, depth) for k in kind if isinstance(k, str)])
     if isinstance(kind, str) and kind in _SIMPLE_TYPES:
         return _SIMPLE_TYPES[kind]
     if kind == "array":
-        return f"list[{annotation(schema.get('items'), depth + 1)}]"
+        return f"list[{_annotation(schema.get('items'), depth + 1)}]"
     if kind == "object" or "properties" in schema:
         return "dict[str, Any]"
     for combinator in ("anyOf", "oneOf"):
         options = schema.get(combinator)
         if isinstance(options, list) and options:
-            return _union([annotation(option, depth + 1) for option in options])
+            return _union([_annotation(option, depth + 1) for option in options])
     return "Any"
 
 
