@@ -12,13 +12,15 @@ arguments)` reaches any tool, and the value of the last expression is the result
             raise ToolError(f"Unknown tool: {name}")
         return {"id": arguments["order_id"], "status": "open", "total": 12.5}
 
+    tools = {"get_order": {"type": "object", "properties": {"order_id": {"type": "integer"}},
+                           "required": ["order_id"]}}  # name -> input schema
     program = '''
     import asyncio
     orders = await asyncio.gather(*[get_order(order_id=i) for i in range(40)])
     sum(o["total"] for o in orders if o["status"] == "open")
     '''
     async with CodeMode() as code_mode:
-        result = await code_mode.run(program, {"get_order": schema}, call)
+        result = await code_mode.run(program, tools, call)
     result.value  # 500.0; or result.error (a RunError: kind, message, line)
 
 A program waiting on tool calls holds no worker: it is parked (`on_park` gets the record, `ParkedProgram`, plain

@@ -35,6 +35,7 @@ def raised(message: str, exc_type: str = "RuntimeError") -> dict[str, Any]:
 def from_page(answer: Any) -> dict[str, Any]:
     """A page's answer as the program sees it: the JSON value it returned; for an MCP-shaped answer its
     `structuredContent`, else the text of its text blocks; an error answer raises in the program."""
+    answer = _whole_characters(answer)
     if not (isinstance(answer, dict) and isinstance(answer.get("content"), list)):
         return settled(answer)
     blocks = answer["content"]
@@ -45,6 +46,26 @@ def from_page(answer: Any) -> dict[str, Any]:
     if "structuredContent" in answer:
         return settled(answer["structuredContent"])
     return settled("\n".join(texts) if texts or not blocks else blocks)
+
+
+def _whole_characters(value: Any, depth: int = 0) -> Any:
+    """The value with each lone surrogate replaced by U+FFFD: JSON can carry one (a page's text cut inside an
+    emoji), the sandbox's strings cannot."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode()
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, list):
+        return [_whole_characters(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {_whole_characters(key, depth + 1): _whole_characters(item, depth + 1) for key, item in value.items()}
+    return value
 
 
 def to_json(value: Any, depth: int = 0) -> Any:

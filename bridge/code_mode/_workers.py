@@ -35,7 +35,6 @@ class Workers:
         if not 0 <= warm_workers <= max_workers or max_workers < 1:
             raise ValueError(f"need 1 <= max_workers and 0 <= warm_workers <= max_workers, not {max_workers}, "
                              f"{warm_workers}")
-        self.max_workers = max_workers
         self._pool = Monty(min_processes=warm_workers, max_processes=max_workers, request_timeout=turn_timeout,
                            binary_path=binary_path)
         # One thread per session held, and one for the pool's own start and stop.

@@ -34,6 +34,8 @@ class CodeMode:
     def __init__(self, *, limits: Limits | None = None, max_workers: int = 4, warm_workers: int = 1,
                  type_check: bool = True, park_after: float = 0.005, turn_timeout: float = 60.0,
                  binary_path: str | Path | None = None) -> None:
+        if not park_after >= 0 or not turn_timeout > 0:
+            raise ValueError(f"need park_after >= 0 and turn_timeout > 0, not {park_after!r}, {turn_timeout!r}")
         self.limits = limits or Limits()
         self.type_check = type_check
         self.park_after = park_after
@@ -70,6 +72,11 @@ class CodeMode:
         if len(code) > limits.max_program_chars:
             return RunResult(error=RunError("invalid", f"the program is {len(code):,} characters, over the limit "
                                             f"of {limits.max_program_chars:,}", limit="max_program_chars"))
+        try:
+            code.encode()
+        except UnicodeEncodeError as problem:  # JSON can carry a lone surrogate; Python source cannot
+            return RunResult(error=RunError("invalid", f"the program holds a lone surrogate at character "
+                                            f"{problem.start}: it is not text Python can read"))
         signatures = function_signatures(tools)
         run = Run(self._workers, _program(run_id or uuid.uuid4().hex, code, signatures, limits), caller,
                   park_after=self.park_after, on_call_finished=on_call_finished, on_park=on_park)

@@ -115,3 +115,14 @@ def test_the_description_teaches_the_tool_with_its_limits():
     assert "2 s of computing" in text and "40 tool calls (8 at once)" in text and "20,000 characters" in text
     assert "no class inheritance, generators, `del`, files, network" in text
     assert len(text.splitlines()) <= 8
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    ({"max_workers": 0}, "need 1 <= max_workers"),
+    ({"max_workers": 2, "warm_workers": 3}, "warm_workers <= max_workers"),
+    ({"park_after": -1}, "need park_after >= 0"),
+    ({"turn_timeout": 0}, "turn_timeout > 0"),
+])
+def test_an_engine_with_impossible_settings_is_refused_saying_why(options, problem):
+    with pytest.raises(ValueError, match=problem):
+        CodeMode(**options)

@@ -387,3 +387,16 @@ def test_the_package_imports_neither_starlette_nor_mcp():
     done = run_script(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+async def test_a_program_holding_a_lone_surrogate_is_refused_and_a_page_text_holding_one_is_repaired(code_mode):
+    pages = FakePages()
+    refused = await code_mode.run("x = '\ud800'", SCHEMAS, pages)
+    assert refused.error is not None and refused.error.kind == "invalid"
+    assert "lone surrogate at character 5" in refused.error.message
+    await pages.user_answers.put("cut emoji: \ud83d")  # JSON can carry half an emoji; the sandbox's text cannot
+    pages.tools["read-file"] = lambda arguments: asyncio.sleep(0, {"\udc00key": ["ok", "\ud83d\ude00 whole"]})
+    result = await run(code_mode, """
+        [await ask_user(question="Emoji?"), await call_tool("read-file", {"path": "x"})]
+        """, pages)
+    assert result.value == ["cut emoji: \ufffd", {"\ufffdkey": ["ok", "\U0001f600 whole"]}], result.text()
