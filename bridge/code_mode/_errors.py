@@ -57,7 +57,8 @@ def _runtime(error: MontyRuntimeError, limits: Limits) -> RunError:
         return RunError("limit", f"memory limit reached ({limits.memory_bytes:,} bytes)", line, limit="memory_bytes")
     if isinstance(inner, RuntimeError) and "suspension limit" in message:
         return RunError("limit", f"the program called out of the sandbox too often (over {limits.max_suspensions:,} "
-                        "times: tool calls, and names of tools read as values)", line, limit="max_calls")
+                        "times: tool calls, refused file or module accesses, tools read as values)", line,
+                        limit="max_calls")
     if isinstance(inner, NotImplementedError) and message.startswith(UNSUPPORTED):
         feature = message.removeprefix(UNSUPPORTED)
         return RunError("syntax", f"the sandbox's Python has no {feature}", line, _program_text(error.display()))

@@ -126,3 +126,20 @@ def test_the_description_teaches_the_tool_with_its_limits():
 def test_an_engine_with_impossible_settings_is_refused_saying_why(options, problem):
     with pytest.raises(ValueError, match=problem):
         CodeMode(**options)
+
+
+async def test_calling_out_of_the_sandbox_past_its_bound_ends_the_run(code_mode):
+    """Refused file accesses are round trips to the host too: the sandbox bounds them all, sized from
+    `max_calls`."""
+    result = await code_mode.run(textwrap.dedent("""
+        refused = 0
+        for n in range(3000):
+            try:
+                open("/etc/hostname")
+            except OSError:
+                refused += 1
+        refused
+        """), SCHEMAS, FakePages(), limits=Limits(max_calls=1))
+    assert result.error is not None and result.error.kind == "limit" and result.error.limit == "max_calls"
+    assert "called out of the sandbox too often (over 1,002 times" in result.error.message
+    assert result.error.line == 5
