@@ -148,9 +148,9 @@ async def test_a_relayed_stdio_process_says_where_pages_connect_and_logs_no_line
             for request_id in (2, 3, 4):
                 await send(process, {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})
                 assert json.loads(await asyncio.wait_for(process.stdout.readline(), 10))["id"] == request_id
-            said = await ended(process)
         finally:
-            await stopped(process)
+            await stopped(process)  # killed: what it said while serving, whatever it would say as it ends
+        said = (await process.stderr.read()).decode()
     assert said.count("served through") == 1 and f"demo http://127.0.0.1:{port}/" in said, said
     assert "HTTP Request" not in said and "httpx" not in said, said
 
