@@ -39,6 +39,7 @@ from bridge.hub import Hub
 from bridge.mcp_adapter import McpRooms
 from bridge.metrics import BridgeMetrics
 from bridge.page_endpoints import PageEndpoints
+from bridge.port_claim import NONCE, ClaimUnusable, PortClaim
 
 
 
@@ -132,6 +133,7 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         self.hosts = TrustedHosts(self.settings)
+        self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge.port_claim)
         # Requests without Origin skip the middleware stack and the router (their work on every request,
         # their frames held by every open connection): agents' MCP requests, page WebSockets and
         # same-origin event streams. The origin policies the router applies are for browsers.
@@ -151,6 +153,7 @@ class Bridge:
                 watching.cancel_scope.cancel()
         finally:
             self.shutdown()
+            self.claim.release()
             if self.link is not None:
                 await self.link.close()
 
@@ -206,6 +209,20 @@ class Bridge:
                 room["agents"] = self.mcp.agents(room["name"])
             return JSONResponse(state)
 
+        async def holder(request: Request) -> Response:
+            """A stdio process's challenge before it relays its agent here (no token: the answer proves
+            who started this bridge and reveals nothing)."""
+            nonce, server = request.query_params.get("nonce", ""), request.scope.get("server")
+            if not NONCE.fullmatch(nonce):
+                return JSONResponse({"error": "nonce: 16 to 128 letters, digits, '-' or '_'"}, 400)
+            if server is None:
+                return JSONResponse({"error": "this bridge is not reached through a socket"}, 503)
+            try:
+                proof = self.claim.prove(nonce, server[0], server[1])
+            except ClaimUnusable as exc:
+                return JSONResponse({"error": str(exc)}, 503)
+            return JSONResponse({"version": __version__, "proof": proof})
+
         async def cancel_call(request: Request) -> Response:
             """The dashboard's cancel button: an operator ends a call the page is not answering."""
             if request.method != "POST":
@@ -236,6 +253,7 @@ class Bridge:
             Route("/agui/run", self.agui, middleware=for_pages),
             Route("/rooms/{room}/agui/run", self.agui, middleware=for_pages),
             Route("/api/state", Handler(api_state), middleware=for_agents),
+            Route("/api/holder", holder, methods=["GET"], middleware=for_agents),
             Route("/api/calls/{call_id}/cancel", Handler(cancel_call), middleware=for_agents),
             Route("/metrics", Handler(metrics), middleware=for_agents),
             Route("/", page("demo.html"), methods=["GET"]),

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "serve":
             asyncio.run(serve(settings, ready=_announce))
         else:
-            asyncio.run(serve_stdio(settings))
+            asyncio.run(serve_stdio(settings, ready=_announce))
     except PortInUse as exc:
         print(f"agui-mcp-bridge: {exc.strerror}", file=sys.stderr)
         sys.exit(EXIT_USAGE)

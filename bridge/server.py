@@ -12,11 +12,13 @@ import errno
 import gc
 import json
 import logging
+import math
 import socket
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import replace
+from functools import partial
 
 import anyio
 import uvicorn
@@ -24,7 +26,8 @@ from mcp.shared.message import SessionMessage
 
 from bridge.app import Bridge
 from bridge.config import Settings, UnusableSettings
-from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream, port_closed
+from bridge.proven_client import Holder, holder_gone
+from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream
 from bridge.connections import ConnectionGuard, RepeatedErrorFilter, connection_cap, guarded_protocol, open_file_limit
 
 log = logging.getLogger("bridge")
@@ -77,6 +80,9 @@ class JsonFormatter(LineFormatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+CLIENT_LOGGERS = ("httpx2", "httpcore2", "mcp.client.streamable_http")
+
+
 def log_config(as_json: bool) -> dict:
     """Everything goes to stderr: in stdio mode stdout belongs to MCP alone."""
     formatter = {"()": JsonFormatter if as_json else LineFormatter}
@@ -89,7 +95,9 @@ def log_config(as_json: bool) -> dict:
         "filters": {"repeated_errors": {"()": RepeatedErrorFilter}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "line",
                                 "filters": ["repeated_errors"]}},
-        "loggers": {"uvicorn": handler, "uvicorn.access": handler, "bridge": handler},
+        # A relaying stdio process is an HTTP client: one line a request would drown what the user needs.
+        "loggers": {"uvicorn": handler, "uvicorn.access": handler, "bridge": handler,
+                    **{name: {"level": "ERROR"} for name in CLIENT_LOGGERS}},
         "root": {"handlers": ["stderr"]},  # the libraries' own loggers (mcp, sse_starlette) alike
     }
 # The WebSocket layer closes a connection (1009) whose frame passes 4x --max-message-bytes; below
@@ -209,20 +217,28 @@ def _freeze_startup_heap() -> None:
     gc.freeze()
 
 
-async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None) -> None:
-    """Serve MCP for `settings.room` on stdin/stdout; pages connect over HTTP meanwhile. When another
-    bridge holds the port, the agent is served through it (bridge.stdio_relay)."""
+async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None,
+                      ready: Callable[[RunningServer], None] | None = None) -> None:
+    """Serve MCP for `settings.room` on stdin/stdout until the agent closes stdin; pages connect over
+    HTTP meanwhile. When another bridge holds the port, the agent is served through it
+    (bridge.stdio_relay). `ready` is called whenever this process starts serving the port."""
     from mcp.server.stdio import stdio_server
 
     try:
         server = await RunningServer.started(settings, bridge)  # the MCP rooms run in the app's lifespan
         _freeze_startup_heap()
     except PortInUse:
-        if bridge is not None or await _holder(settings) is None:
-            raise  # an embedder's own bridge is the one to serve; or the port is not a bridge's
-        async with stdio_server() as (read, write):
-            await _serve_through_the_holder(settings, Relay(read, write))
+        if bridge is not None:
+            raise  # an embedder's own bridge is the one to serve
+        holder = await _holder(settings)
+        if holder is None:
+            raise  # the port is not a bridge's
+        # Closing the agent's write stream ends stdio_server's writer, so the process ends with stdin.
+        async with stdio_server() as (read, write), write:
+            await _serve_through_the_holder(settings, Relay(read, write), holder, ready)
         return
+    if ready is not None:
+        ready(server)
     room = server.bridge.mcp.server(settings.room).server
     try:
         async with stdio_server() as (read, write):
@@ -231,48 +247,98 @@ async def serve_stdio(settings: Settings, *, bridge: Bridge | None = None) -> No
         await server.stop()
 
 
-HOLDER_WAIT_SECONDS = 10  # a bridge that took the port over may take this long to answer
+# A bridge that took the port over may take this long to answer: meanwhile the agent's messages wait.
+HOLDER_WAIT_SECONDS = 10
+PORT_POLL_SECONDS = 0.2
 
 
-async def _holder(settings: Settings) -> str | None:
+async def _holder(settings: Settings) -> Holder | None:
     try:
         return await holder_of(settings.public_url.rstrip("/"), settings.agent_token)
     except UpstreamRefused as exc:
         raise UnusableSettings(str(exc)) from None
 
 
-async def _serve_through_the_holder(settings: Settings, relay: Relay) -> None:
-    """The agent's messages go to the bridge holding the port; when it stops, this process takes the
-    port (or follows whichever bridge took it), until the agent closes stdin."""
-    mcp_url = settings.public_url.rstrip("/") + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
-    while not relay.agent_done:
-        version = await _holder(settings)
-        if version is not None:
+async def _serve_through_the_holder(settings: Settings, relay: Relay, holder: Holder | None,
+                                    ready: Callable[[RunningServer], None] | None) -> None:
+    """The agent's messages go to the bridge holding the port (`holder`); when it stops, this process
+    takes the port (or follows whichever bridge took it), until the agent closes stdin."""
+    base = settings.public_url.rstrip("/")
+    mcp_url = base + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
+    while True:
+        if holder is not None:
             log.warning("port %d is held by agui-mcp-bridge %s: this agent is served through it (the same rooms, "
-                        "pages and tools)", settings.port, version)
+                        "pages and tools; demo %s/)", settings.port, holder.version, base)
             async with AsyncExitStack() as upstream:
-                lost = await relay.through(await http_upstream(upstream, mcp_url, settings.agent_token),
-                                           gone=lambda: port_closed(settings.host, settings.port))
+                lost = await relay.through(await http_upstream(upstream, holder, mcp_url, settings.agent_token),
+                                           gone=partial(holder_gone, holder, base))
             if not lost:
                 return  # the agent closed stdin
             log.warning("the bridge on port %d stopped; this agent's calls in flight got an error", settings.port)
-        with anyio.move_on_after(HOLDER_WAIT_SECONDS) as waiting:
-            while True:  # take the port, or wait for whoever took it to answer
-                try:
-                    server = await RunningServer.started(settings, None)
-                except PortInUse:
-                    if await _holder(settings) is not None:
-                        break
-                    await anyio.sleep(0.2)
-                    continue
-                log.warning("this process now serves port %d", settings.port)
-                try:
-                    await _serve_through_own(server, settings.room, relay)
-                finally:
-                    await server.stop()
-                return
-        if waiting.cancelled_caught:
-            raise PortInUse(settings.host, settings.port)
+        found = await PortSearch(settings).next_holder(relay)
+        if isinstance(found, RunningServer):
+            log.warning("this process now serves port %d", settings.port)
+            if ready is not None:
+                ready(found)
+            try:
+                await _serve_through_own(found, settings.room, relay)
+            finally:
+                await found.stop()
+            return
+        if found is None:
+            return  # the agent closed stdin while the port had no bridge
+        holder = found
+
+
+class PortSearch:
+    """Finding the port's next holder once the bridge serving this agent stopped."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.why_not = "no bridge answers there yet"  # why the port has no holder this agent can use
+
+    async def next_holder(self, relay: Relay) -> RunningServer | Holder | None:
+        """This process's own bridge on the freed port, or the bridge that took it; None
+        when the agent closes stdin first. Its messages wait for HOLDER_WAIT_SECONDS; then, while the port
+        is held by a server this agent cannot be served through, its requests are answered with an error
+        saying why, and the search goes on: the agent keeps its session."""
+        found = await self._look(anyio.current_time() + HOLDER_WAIT_SECONDS)
+        if found is not None:
+            return found
+        log.warning("port %d has no bridge this agent can be served through (%s): its requests get an error "
+                    "until the port is free or a bridge of yours holds it", self.settings.port, self.why_not)
+        async with anyio.create_task_group() as waiting:
+            async def look() -> None:
+                nonlocal found
+                found = await self._look(math.inf)
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(look)
+            await relay.refuse(lambda: f"No bridge serves this agent now: {self.why_not}. It is served again as soon "
+                                       f"as port {self.settings.port} is free or a bridge of yours holds it.")
+            waiting.cancel_scope.cancel()  # the agent closed stdin
+        if isinstance(found, RunningServer) and relay.agent_done:
+            await found.stop()
+            return None
+        return found
+
+    async def _look(self, deadline: float) -> RunningServer | Holder | None:
+        while anyio.current_time() < deadline:
+            try:
+                with anyio.CancelScope(shield=True):  # a bridge started here is returned, never left behind
+                    return await RunningServer.started(self.settings, None)
+            except PortInUse:
+                pass
+            try:
+                holder = await holder_of(self.settings.public_url.rstrip("/"), self.settings.agent_token)
+            except UpstreamRefused as exc:
+                self.why_not = str(exc)
+            else:
+                if holder is not None:
+                    return holder
+                self.why_not = f"port {self.settings.port} is held by a server that does not answer as a bridge"
+            await anyio.sleep(PORT_POLL_SECONDS)
+        return None
 
 
 async def _serve_through_own(server: RunningServer, room_name: str, relay: Relay) -> None:

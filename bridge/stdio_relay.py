@@ -3,10 +3,11 @@ bridge serves its agent through that bridge, so pages connect to one port whatev
 agents (Claude Desktop, Cursor and Claude Code each start their own).
 
 `Relay` carries the agent's MCP messages to an upstream and back: first the bridge holding the
-port (Streamable HTTP, the agent token passed along), and when that bridge stops, a bridge of its
-own on the freed port, or whichever bridge took it. The agent keeps its stdio session across the
-move: what it sent to the upstream it lost is answered with an error (a call gets an error result
-it can read), and its handshake is replayed to the next upstream.
+port (Streamable HTTP, the agent token passed along, over connections the bridge proves are its
+user's: bridge.proven_client), and when that bridge stops, a bridge of its own on the freed port, or
+whichever bridge took it. The agent keeps its stdio session across the move: what it sent to the
+upstream it lost is answered with an error (a call gets an error result it can read), and its
+handshake is replayed to the next upstream.
 """
 
 from __future__ import annotations
@@ -20,38 +21,42 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.inbound import (MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, NAME_BEARING_METHODS,
                                  encode_header_value)
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 
+from bridge.proven_client import Holder, not_proven, proven_client
+
 log = logging.getLogger("bridge.stdio")
 
-HOLDER_CHECK_SECONDS = 1.0
 Upstream = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
 
 class UpstreamRefused(Exception):
-    """The bridge holding the port will not serve this agent; the message says what to do."""
+    """The server holding the port will not serve this agent, or must not (it did not prove it is a
+    bridge of this user); the message says what to do."""
 
 
-async def holder_of(url: str, agent_token: str) -> str | None:
-    """The version of the agui-mcp-bridge answering at `url` (its base URL), or None if it is not one."""
+async def holder_of(url: str, agent_token: str) -> Holder | None:
+    """The agui-mcp-bridge answering at `url` (its base URL), once it has proved it was started by this
+    user (bridge.proven_client); None when nothing answers there as a server would. Nothing this agent
+    says, its token included, goes to a server before it has proved that."""
+    where, holder = httpx2.URL(url), Holder()
     headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else {}
     try:
-        async with create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(3)) as http:
+        async with proven_client(holder, headers, timeout=3) as http:
             response = await http.get(url + "/api/state")
-    except httpx2.HTTPError:
-        return None
+    except httpx2.HTTPError as exc:
+        if (failed := not_proven(exc)) is None:
+            return None
+        raise UpstreamRefused(f"port {where.port} on {where.host} is already in use by a server that did not prove it "
+                              f"is an agui-mcp-bridge started by you ({failed}), so this agent's token and calls are "
+                              "not sent to it; stop that server or choose another port with --port") from None
     if response.status_code == 401:
         raise UpstreamRefused("the bridge holding the port needs its agent token: pass --agent-token "
                               "(or AGUI_BRIDGE_AGENT_TOKEN) to this stdio command too")
-    try:
-        state = response.json()
-    except ValueError:
-        return None
-    return state.get("version", "") if isinstance(state, dict) and "rooms" in state else None
+    return holder
 
 
 class Relay:
@@ -78,6 +83,11 @@ class Relay:
                         log.debug("upstream transport error: %s", item)
                         continue
                     message = item.message
+                    if isinstance(message, types.JSONRPCError) and message.error.code == types.CONNECTION_CLOSED:
+                        # The transport's answer when a request's stream broke (its bridge was killed) or a
+                        # connection failed its proof, or a server's as it stops: this upstream is lost, and
+                        # the call gets the error result below.
+                        break
                     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                         self.pending.pop(message.id, None)
                         if message.id in replayed:
@@ -123,21 +133,32 @@ class Relay:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the upstream is going; its loss is noticed on the other side
 
+    async def refuse(self, why: Callable[[], str]) -> None:
+        """While no bridge can serve the agent: answer each of its requests with an error saying `why()`,
+        until cancelled or until the agent closes stdin."""
+        async for item in self.agent_read:
+            if not isinstance(item, Exception) and isinstance(item.message, types.JSONRPCRequest):
+                await self.agent_write.send(_error_reply(item.message.id, item.message.method, why()))
+        self.agent_done = True
+
     async def _answer_pending(self) -> None:
+        text = ("The bridge this agent was served through stopped before answering; the page's answer, if "
+                "any, is lost. Call again: this agent is now served by the bridge that holds the port.")
         for request_id, method in self.pending.items():
-            if method == "initialize":
-                continue  # replayed to the next upstream, whose answer the agent gets
-            text = ("The bridge this agent was served through stopped before answering; the page's answer, if "
-                    "any, is lost. Call again: this agent is now served by the bridge that holds the port.")
-            reply: types.JSONRPCMessage
-            if method == "tools/call":
-                result = {"content": [{"type": "text", "text": text}], "isError": True}
-                reply = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
-            else:
-                reply = types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                                           error=types.ErrorData(code=-32000, message=text))
-            await self.agent_write.send(SessionMessage(reply))
+            if method != "initialize":  # replayed to the next upstream, whose answer the agent gets
+                await self.agent_write.send(_error_reply(request_id, method, text))
         self.pending.clear()
+
+
+def _error_reply(request_id: Any, method: str, text: str) -> SessionMessage:
+    """A call's error is a result the agent reads (`isError`); any other request's, a JSON-RPC error."""
+    reply: types.JSONRPCMessage
+    if method == "tools/call":
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        reply = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+    else:
+        reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=-32000, message=text))
+    return SessionMessage(reply)
 
 
 def _routing_headers(message: types.JSONRPCMessage) -> ClientMessageMetadata | None:
@@ -155,19 +176,9 @@ def _routing_headers(message: types.JSONRPCMessage) -> ClientMessageMetadata | N
     return ClientMessageMetadata(headers=headers)
 
 
-async def http_upstream(stack: AsyncExitStack, mcp_url: str, agent_token: str) -> Upstream:
+async def http_upstream(stack: AsyncExitStack, holder: Holder, mcp_url: str, agent_token: str) -> Upstream:
+    """The MCP session with `holder`, over connections it proves each (bridge.proven_client)."""
     headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else None
-    http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+    http = await stack.enter_async_context(proven_client(holder, headers, upstream=True))
     read, write = await stack.enter_async_context(streamable_http_client(mcp_url, http_client=http))
     return read, write
-
-
-async def port_closed(host: str, port: int) -> None:
-    """Returns once nothing accepts connections at host:port any more."""
-    while True:
-        await anyio.sleep(HOLDER_CHECK_SECONDS)
-        try:
-            stream = await anyio.connect_tcp(host, port)
-        except OSError:
-            return
-        await stream.aclose()

@@ -13,10 +13,44 @@ from support import Page, PortOnly, eventually, free_port, tool, wait_for_http
 
 
 META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default
+HANDSHAKE = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "raw", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
 
 
-def stdio_command(port: int) -> list[str]:
-    return [sys.executable, "-m", "bridge.cli", "stdio", "--port", str(port), "--log-level", "info"]
+def stdio_command(port: int, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "bridge.cli", "stdio", "--port", str(port), "--log-level", "info", *flags]
+
+
+async def started_stdio(port: int, *flags: str) -> asyncio.subprocess.Process:
+    """`agui-mcp-bridge stdio` as a raw subprocess (its stdin ours to close: the SDK's client would send
+    SIGTERM after its grace, hiding a process that does not end by itself), its handshake done."""
+    process = await asyncio.create_subprocess_exec(*stdio_command(port, *flags), stdin=asyncio.subprocess.PIPE,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    await send(process, *HANDSHAKE)
+    assert json.loads(await asyncio.wait_for(process.stdout.readline(), 20))["id"] == 1
+    return process
+
+
+async def send(process: asyncio.subprocess.Process, *messages: dict) -> None:
+    for message in messages:
+        process.stdin.write((json.dumps(message) + "\n").encode())
+    await process.stdin.drain()
+
+
+async def ended(process: asyncio.subprocess.Process) -> str:
+    """Its stderr, once it ended by itself after its stdin closed (before any signal: it exits 0)."""
+    process.stdin.close()
+    await asyncio.wait_for(process.wait(), 5)
+    assert process.returncode == 0
+    return (await process.stderr.read()).decode()
+
+
+async def stopped(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
 
 
 async def test_stdio_end_to_end():
@@ -86,3 +120,28 @@ async def test_stdio_stdout_carries_only_mcp():
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+
+async def test_stdio_ends_by_itself_when_its_client_closes_stdin_while_a_page_is_connected():
+    port = free_port()
+    process = await started_stdio(port)
+    try:
+        page = Page(PortOnly(port))
+        await page.connect()  # its event stream is open: it must not keep the process alive
+        await page.register(tool("ping_tool"))
+        said = await ended(process)
+        assert "Traceback" not in said, said
+        await page.drop()
+    finally:
+        await stopped(process)
+
+
+async def test_stdio_holding_the_port_says_once_where_to_open_the_demo():
+    port = free_port()
+    process = await started_stdio(port)
+    try:
+        said = await ended(process)
+        assert said.count(f"demo http://127.0.0.1:{port}/") == 1, said
+    finally:
+        await stopped(process)
