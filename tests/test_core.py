@@ -106,7 +106,7 @@ def test_argument_errors_name_the_problem():
         "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}})])
     assert t.argument_errors({"n": 3}) is None
     assert "n: 0 is less than the minimum of 1" in t.argument_errors({"n": 0})
-    assert "'n' is a required property" in t.argument_errors({})
+    assert '"n" is a required property' in t.argument_errors({})
 
 
 def test_plain_listing_until_count_threshold_then_search_mode():
