@@ -126,7 +126,8 @@ async def test_unknown_tool_is_a_protocol_error():
 
 async def test_two_pages_with_the_same_tool_name():
     async with running_bridge() as b, page(b, CONFIRM, title="Bank") as first, \
-            page(b, CONFIRM, title="Shop") as second, Client(b.mcp_url(), mode="legacy") as client:
+            page(b, CONFIRM | {"description": "Ask the shop's customer."}, title="Shop") as second, \
+            Client(b.mcp_url(), mode="legacy") as client:
         names = [t.name for t in (await client.list_tools()).tools]
         second_name = f"user_confirm__{second.session_id[:6]}"
         assert names == ["user_confirm", second_name]
