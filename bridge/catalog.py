@@ -123,6 +123,10 @@ class Tool:
         self._definition_json = definition_json or definition.model_dump_json()
         self.description, self.pinned = definition.description, definition.pinned  # read for every tool
 
+    def alike(self, other: Tool) -> bool:
+        """The same definition from the same origin: tabs of one app offering one tool."""
+        return self._definition_json == other._definition_json and self.origin == other.origin
+
     @property
     def definition_json(self) -> str:
         """The checked definition as JSON text, as kept: what shared mode publishes, neither parsed
@@ -325,9 +329,10 @@ class Room:
         return self._by_page.get(session_id, {}).get(page_name)
 
     def offering(self, tool: Tool) -> list[Tool]:
-        """Every page's tool listed under `tool`'s name, the listed one first (several: tabs of one app)."""
-        sharers = self._sharers.get(tool.key)
-        return [self._tools[tool.key], *sharers] if sharers else [tool]
+        """Every page's tool listed under `tool`'s name, the listed one first (several: tabs of one app);
+        `tool` alone when its name lists another tool now (its page left meanwhile)."""
+        listed, sharers = self._tools.get(tool.key), self._sharers.get(tool.key)
+        return [listed, *sharers] if listed is not None and sharers and listed.alike(tool) else [tool]
 
     def tools_of(self, session_id: str) -> list[Tool]:
         return list(self._by_page.get(session_id, {}).values())
