@@ -112,7 +112,8 @@ class MetaTools:
             lines.append(f"{self.names.describe} shows a tool's full definition.")
             text = "\n".join(lines)
         else:
-            text = f"No tool matches {query!r} ({TIER_TEXT.get(tier, tier)}). Try other English keywords."
+            text = (f"No tool matches {json.dumps(query, ensure_ascii=False)} ({TIER_TEXT.get(tier, tier)}). "
+                    "Try other English keywords.")
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
     def _not_found(self, room: Room, name: str, no_page: str | None) -> str:

@@ -126,3 +126,10 @@ async def test_argument_errors_speak_json(arguments, said):
             result.content[0].text
         await asyncio.sleep(0)
         assert p.events.empty()
+
+
+async def test_a_search_that_finds_nothing_quotes_the_query_as_json():
+    async with running_bridge() as b, page(b, TRANSFER), Client(b.mcp_url(), mode="legacy") as client:
+        found = await client.call_tool("tool_search", {"query": 'zzqx\'s "qqzz"'})
+        assert found.structured_content["matches"] == []
+        assert found.content[0].text.startswith('No tool matches "zzqx\'s \\"qqzz\\"" (lexical search')
