@@ -331,8 +331,10 @@ class _Page:
         import websockets
 
         o = self.owner
+        # Each page its own app (origin): tabs of one app would share their tools' names, and their calls.
         self.ws = await websockets.connect(o.ws_url, compression="deflate" if deflate else None,
-                                           max_size=None, ping_interval=None)
+                                           max_size=None, ping_interval=None,
+                                           origin=f"http://127.0.0.1:{20_000 + self.index}")
         await self.ws.send(json.dumps({"type": "agui.hello", "room": "default",
                                        "page": {"url": f"http://127.0.0.1/bench/{self.index}",
                                                 "title": f"Bench page {self.index}"}}))

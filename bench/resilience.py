@@ -2,8 +2,9 @@
 
 The bridge runs as its own process (`agui-mcp-bridge serve --page-grace 10`, so its resident memory
 can be read from /proc); pages and agents run here. Each page is a `websockets` client plus an SSE
-reader (httpx) that registers one tool, `echo`, in the default room: the names collide, so each
-page's calls use the MCP name the bridge gave it in `agui.tools.registered`. A handful of MCP SDK
+reader (httpx) that registers one tool, `echo`, in the default room, its description naming the page
+(the same definition from several pages would be one tool, called at the page used last): the names
+collide, so each page's calls use the MCP name the bridge gave it in `agui.tools.registered`. A handful of MCP SDK
 clients of both protocol eras call every page's tool, `--concurrency` calls at a time per page,
 each call's arguments carrying a unique token that the page echoes back after a short random delay.
 
@@ -278,7 +279,8 @@ class SimPage:
 
     async def open(self) -> None:
         await self._hello()
-        reply = await self._request({"type": "agui.tools.register", "tools": [ECHO]})
+        echo = ECHO | {"description": f"{ECHO['description']} (page {self.index})"}
+        reply = await self._request({"type": "agui.tools.register", "tools": [echo]})
         assert reply["type"] == "agui.tools.registered", reply
         (entry,) = reply["tools"]
         if self.mcp_name and entry["name"] != self.mcp_name:

@@ -167,7 +167,8 @@ class AguiEndpoint:
         request = Request(scope, receive)
         room = request.path_params.get("room", "default")
         try:
-            run = self._open(room, *await self._read(request, room), page=self._page(request))
+            run = self._open(room, *await self._read(request, room), page=self._page(request),
+                             origin=request.headers.get("origin"))
         except Refused as exc:
             await exc.response()(scope, receive, send)
             return
@@ -231,7 +232,8 @@ class AguiEndpoint:
     def _page(request: Request) -> PageInfo:
         return PageInfo(url=request.headers.get("referer") or request.headers.get("origin"))
 
-    def _open(self, room: str, run_input: RunAgentInput, token: str | None, *, page: PageInfo) -> Run:
+    def _open(self, room: str, run_input: RunAgentInput, token: str | None, *, page: PageInfo,
+              origin: str | None) -> Run:
         """Say hello for the run's thread, which from now on is listening."""
         props = run_input.forwarded_props
         try:
@@ -245,7 +247,7 @@ class AguiEndpoint:
         try:
             session, resumed = self.hub.hello(Hello(
                 type="agui.hello", room=room, session_id=known.session_id if known else None, token=token,
-                page=PageInfo(url=page.url, title=options.title or "AG-UI app")))
+                page=PageInfo(url=page.url, title=options.title or "AG-UI app")), origin)
         except ProtocolError as exc:
             if exc.code == "unauthorized":
                 raise Refused(401, exc.code, f"{exc.message} An AG-UI app sends it as "

@@ -1,5 +1,11 @@
 """Who registered which tool in which room, and which of them an agent sees.
 
+A page's tool is listed under its own name when that name is free. Tabs of one app (the same
+definition from the same origin) share that name: each call goes to the one the user used last
+(see Hub). Another page's tool of that name gets `<name>__<tag>`, and its description says which
+page it comes from; when the plain name's pages are all gone, a tool of the same definition
+listed under such a name takes the plain name (the old one still reaches it).
+
 A room's tools are listed plainly while they fit the inline limits; past them
 the room is in search mode: pinned tools and then the first tools in registration
 order stay inline, the rest are deferred behind the search index until a search or
@@ -9,13 +15,15 @@ leaving the listing first). Nothing here knows about sockets or MCP.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import chain
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,6 +38,13 @@ from bridge.semantic import Embedder, EmbeddingBusy, embed_query
 log = logging.getLogger("bridge.semantic")
 
 MCP_NAME_MAX = 64
+TAG_CHARS = 6  # of a page's session id, in the names given to its tools when their own is taken
+# An unknown name an agent calls is told the names it resembles (difflib's ratio, 0 to 1): at most
+# RESEMBLING_SHOWN of them; in a room of more than RESEMBLING_SCAN_MAX tools, of those a search finds.
+RESEMBLANCE = 0.75
+RESEMBLING_SHOWN = 3
+RESEMBLING_SCAN_MAX = 500
+RESEMBLING_SEARCHED = 20
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ROOM_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"  # what ROOM_NAME takes, as errors say it
@@ -37,11 +52,19 @@ TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe 
 # Where a listed tool carries its input examples: MCP's Tool has no field for them, and `_meta` keys
 # are `prefix/name`.
 INPUT_EXAMPLES_META = "agui-mcp-bridge/inputExamples"
+# How agents are told which page a tool comes from, at the end of its description (see from_page): a
+# page's own text may not say it, so that only the bridge does.
+PROVENANCE_MARK = re.compile(r"\[\s*from\s+page\b", re.IGNORECASE)
 
 
 def mcp_safe_name(name: str) -> str:
     """Some clients reject anything but `[A-Za-z0-9_-]{1,64}` in tool names."""
     return _NOT_MCP_NAME_CHAR.sub("_", name)[:MCP_NAME_MAX] or "tool"
+
+
+def from_page(description: str, provenance: str) -> str:
+    """`description` followed by where its tool comes from, in the bridge's words."""
+    return f"{description} [from {provenance}]".lstrip()
 
 
 def estimate_tokens(payload: Any) -> int:
@@ -76,28 +99,33 @@ class Tool:
     its schemas were seven or more and a check some twenty, and every full collection walks
     every object kept (with the event loop stopped)."""
 
-    __slots__ = ("key", "page_name", "session_id", "app", "page_label", "seq", "description", "pinned",
+    __slots__ = ("key", "page_name", "session_id", "app", "page_label", "origin", "seq", "description", "pinned",
                  "_definition_json")
 
     def __init__(self, key: str, page_name: str, session_id: str, definition: ToolDefinition, app: str | None,
-                 page_label: str, seq: int) -> None:
+                 page_label: str, seq: int, origin: str | None = None, definition_json: str | None = None) -> None:
         self.key = key  # the MCP name agents see
         self.page_name = page_name  # the name the page gave
         self.session_id = session_id
         self.app = app  # the page's title, which the index reads too
         self.page_label = page_label  # how agents tell this tool's page from another offering the same name
-        self.seq = seq  # registration order in the room
-        self.definition = definition
+        self.origin = origin  # the web origin the bridge saw the page connect from (None: not a browser's)
+        self.seq = seq  # registration order in the room (a shared name's: when it was first given)
+        self.redefine(definition, definition_json)
 
     @property
     def definition(self) -> ToolDefinition:
         """The checked definition; shared with other tools of the same definition: never changed."""
         return _parsed_definition(self._definition_json)
 
-    @definition.setter
-    def definition(self, definition: ToolDefinition) -> None:
-        self._definition_json = definition.model_dump_json()
+    def redefine(self, definition: ToolDefinition, definition_json: str | None = None) -> None:
+        """`definition_json`: the definition's JSON text, when at hand."""
+        self._definition_json = definition_json or definition.model_dump_json()
         self.description, self.pinned = definition.description, definition.pinned  # read for every tool
+
+    def alike(self, other: Tool) -> bool:
+        """The same definition from the same origin: tabs of one app offering one tool."""
+        return self._definition_json == other._definition_json and self.origin == other.origin
 
     @property
     def definition_json(self) -> str:
@@ -105,18 +133,19 @@ class Tool:
         nor written again."""
         return self._definition_json
 
-    def describe(self, description_max_chars: int | None = None, *, name_shared: bool = False) -> dict[str, Any]:
+    def describe(self, description_max_chars: int | None = None, *, provenance: str | None = None
+                 ) -> dict[str, Any]:
         """The tool as an MCP tool definition (wire shape), optionally with a cut description.
 
-        `name_shared`: another page offers a tool of the same name, so the description says
-        which page this one belongs to.
+        `provenance`: which page the tool comes from (see Room.provenance), said at the end of
+        the description.
         """
         d = self.definition
         description = d.description
         if description_max_chars is not None and len(description) > description_max_chars:
             description = description[: description_max_chars - 1].rstrip() + "…"
-        if name_shared:
-            description = f"{description} [from {self.page_label}]".lstrip()
+        if provenance is not None:
+            description = from_page(description, provenance)
         listed: dict[str, Any] = {"name": self.key, "description": description, "inputSchema": d.inputSchema}
         if d.title is not None:
             listed["title"] = d.title
@@ -191,6 +220,10 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
         raise ValueError(validation_summary(exc)) from None
     if not TOOL_NAME.fullmatch(definition.name):
         raise ValueError("name: a tool name has no control characters")
+    for field_name in ("description", "title"):
+        if PROVENANCE_MARK.search(getattr(definition, field_name) or ""):
+            raise ValueError(f"{field_name}: '[from page' is how the bridge tells agents which page a tool comes "
+                             "from; a page's own text may not say it")
     if len(definition.description) > limits.max_description_chars:
         raise ValueError(f"description: {len(definition.description)} characters, over the limit of "
                          f"{limits.max_description_chars}")
@@ -257,9 +290,14 @@ class Room:
         self.name = name
         self.policy = policy
         self._sweep_later = sweep_later
-        self._tools: dict[str, Tool] = {}  # by MCP name, in registration order
+        self._tools: dict[str, Tool] = {}  # by MCP name: the tool listed under it, in registration order
+        # MCP name -> the other pages' tools listed under it: tabs of one app (the same definition from
+        # the same origin), the first of which is listed when the listed tool's page leaves.
+        self._sharers: dict[str, list[Tool]] = {}
         self._by_page: dict[str, dict[str, Tool]] = {}  # session id -> page name -> tool, in registration order
-        self._name_counts: Counter[str] = Counter()  # page name -> how many pages offer it
+        self._keys_by_name: dict[str, dict[str, None]] = {}  # page name -> the MCP names it is listed under
+        self._aliases: dict[str, str] = {}  # a name a tool had before it took its plain name -> that name
+        self._page_tools = 0  # the tools pages registered, a name several pages share counted for each
         self._activated: OrderedDict[str, None] = OrderedDict()  # least recently used first
         self._pinned: dict[str, None] = {}  # listed whatever the limits; kept apart so no listing scans every tool
         self.activation_changes = 0  # bumped when `activated` (its order too) changes
@@ -282,19 +320,41 @@ class Room:
     def get(self, key: str) -> Tool | None:
         return self._tools.get(key)
 
+    def named(self, name: str) -> Tool | None:
+        """The tool an agent reaches by `name`: its MCP name, or the name it had before it took its plain name."""
+        return self._tools.get(self._aliases.get(name, name))
+
     def offered_by(self, session_id: str, page_name: str) -> Tool | None:
         """The tool a page registered under `page_name`, if it did."""
         return self._by_page.get(session_id, {}).get(page_name)
 
+    def offering(self, tool: Tool) -> list[Tool]:
+        """Every page's tool listed under `tool`'s name, the listed one first (several: tabs of one app);
+        `tool` alone when its name lists another tool now (its page left meanwhile)."""
+        listed, sharers = self._tools.get(tool.key), self._sharers.get(tool.key)
+        return [listed, *sharers] if listed is not None and sharers and listed.alike(tool) else [tool]
+
     def tools_of(self, session_id: str) -> list[Tool]:
         return list(self._by_page.get(session_id, {}).values())
 
-    def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
-        return tool.describe(description_max_chars, name_shared=self.name_shared(tool))
+    @property
+    def page_tools(self) -> int:
+        """How many tools pages registered here; a name several pages share counts for each."""
+        return self._page_tools
 
-    def name_shared(self, tool: Tool) -> bool:
-        """Another page offers a tool of the same name (so agents are told which page each is)."""
-        return self._name_counts[tool.page_name] > 1
+    def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
+        return tool.describe(description_max_chars, provenance=self.provenance(tool))
+
+    def provenance(self, tool: Tool) -> str | None:
+        """Which page a tool comes from, as agents are told when its name does not tell it alone: its
+        page's name is listed under another name too, or this one is not the plain name (taken by a
+        meta-tool, or by another of its page's names). None otherwise."""
+        if len(self._keys_by_name.get(tool.page_name, ())) < 2 and tool.key == mcp_safe_name(tool.page_name):
+            return None
+        offering = self.offering(tool)
+        others = len(offering) - 1
+        return offering[0].page_label + (f" and {others} other page{'s' if others > 1 else ''} of that origin"
+                                         if others else "")
 
     @property
     def index(self) -> ToolIndex:
@@ -395,58 +455,98 @@ class Room:
             listener(self)
 
     def register(self, session_id: str, app: str | None, definitions: Iterable[ToolDefinition],
-                 page_label: str | None = None, keys: Iterable[str] = ()) -> list[Tool]:
-        """Add or replace a page's tools; returns them with their MCP names. `keys`: the names
-        another process gave them, kept where free (shared mode), so agents see one name."""
+                 page_label: str | None = None, keys: Iterable[str] = (), origin: str | None = None) -> list[Tool]:
+        """Add or replace a page's tools; returns them with their MCP names. `origin`: the web origin
+        the page connected from (tabs of one app share names). `keys`: the names another process gave
+        them, kept where free (shared mode), so agents see one name."""
         page_label = page_label or f"page {session_id[:6]}"
         registered, given, indexed = [], iter(keys), []
         for definition in definitions:
             wanted = next(given, None)
+            text = definition.model_dump_json()
             existing = self.offered_by(session_id, definition.name)
-            if existing is not None:
-                existing.definition, existing.app = definition, app
+            if existing is not None and (existing.key not in self._sharers or existing.definition_json == text):
+                existing.redefine(definition, text)
+                existing.app = app
                 if definition.pinned:
                     self._pinned[existing.key] = None
                     self._activated.pop(existing.key, None)  # listed anyway: it takes no activation slot
                 else:
                     self._pinned.pop(existing.key, None)
                 registered.append(existing)
-                indexed.append(existing.indexed(definition))
+                if self._tools[existing.key] is existing:
+                    indexed.append(existing.indexed(definition))
                 continue
-            self._seq += 1
-            key = wanted if wanted is not None and not self._taken(wanted) else self._free_name(definition.name,
-                                                                                                 session_id)
-            tool = Tool(key, definition.name, session_id, definition, app, page_label, self._seq)
-            self._tools[tool.key] = tool
-            self._by_page.setdefault(session_id, {})[definition.name] = tool
-            if definition.pinned:
-                self._pinned[tool.key] = None
-            self._name_counts[definition.name] += 1
+            if existing is not None:  # a tab changed a tool it shared a name with other tabs: it leaves that name
+                del self._by_page[session_id][definition.name]
+                self._leave(existing)
+            tool = self._add(session_id, app, definition, text, page_label, origin, wanted)
             registered.append(tool)
-            indexed.append(tool.indexed(definition))
-        if registered:
+            if self._tools[tool.key] is tool:
+                indexed.append(tool.indexed(definition))
+        if indexed:
             self._index.add(indexed)
+        if registered:
             self._changed(tools=True)
         return registered
 
-    def _free_name(self, page_name: str, session_id: str) -> str:
-        """The page's own name when free; else `<name>__<first 6 chars of the page's session id>`.
+    def _add(self, session_id: str, app: str | None, definition: ToolDefinition, text: str, page_label: str,
+             origin: str | None, wanted: str | None) -> Tool:
+        """A page's new tool: sharing the name of the same definition from the same origin, else listed
+        under a free name (`wanted` when free)."""
+        shared = None
+        if wanted is not None and self._free(wanted, session_id):
+            key = wanted
+        else:
+            shared = self._shared_name(definition.name, text, origin, wanted)
+            key = shared or self._free_name(definition.name, session_id)
+        if shared is not None:
+            tool = Tool(key, definition.name, session_id, definition, app, page_label, self._tools[key].seq, origin,
+                        text)
+            self._sharers.setdefault(key, []).append(tool)
+        else:
+            self._seq += 1
+            tool = Tool(key, definition.name, session_id, definition, app, page_label, self._seq, origin, text)
+            self._tools[key] = tool
+            self._keys_by_name.setdefault(definition.name, {})[key] = None
+            if definition.pinned:
+                self._pinned[key] = None
+        self._by_page.setdefault(session_id, {})[definition.name] = tool
+        self._page_tools += 1
+        return tool
 
-        A name, once given, never changes while its tool lives, so agents can keep calling it.
-        """
+    def _shared_name(self, page_name: str, text: str, origin: str | None, wanted: str | None) -> str | None:
+        """The name under which other pages list the same definition (`text`) from the same origin:
+        tabs of one app. Another origin's copy of a tool does not pass for it."""
+        for key in chain((wanted,) if wanted is not None else (), self._keys_by_name.get(page_name, ())):
+            listed = self._tools.get(key)
+            if listed is not None and listed.definition_json == text and listed.origin == origin:
+                return key
+        return None
+
+    def _free_name(self, page_name: str, session_id: str) -> str:
+        """The page's own name when free; else `<name>__<first 6 chars of the page's session id>`."""
         name = mcp_safe_name(page_name)
-        if not self._taken(name):
+        if self._free(name, session_id):
             return name
-        suffix = "__" + session_id[:6]
+        suffix = "__" + session_id[:TAG_CHARS]
         candidate = name[: MCP_NAME_MAX - len(suffix)] + suffix
         n = 2
-        while self._taken(candidate):  # the same page registered two names that sanitize alike
+        while not self._free(candidate, session_id):  # the same page registered two names that sanitize alike
             tail = f"{suffix}_{n}"
             candidate, n = name[: MCP_NAME_MAX - len(tail)] + tail, n + 1
         return candidate
 
-    def _taken(self, name: str) -> bool:
-        return name in self._tools or name in self.policy.reserved_names
+    def _free(self, name: str, session_id: str) -> bool:
+        """No tool, meta-tool or former name is `name`, and it does not pass for another page's tool."""
+        return not (name in self._tools or name in self.policy.reserved_names or name in self._aliases
+                    or self._tagged_as_another(name, session_id))
+
+    def _tagged_as_another(self, name: str, session_id: str) -> bool:
+        """`name` ends as the names given to another page of the room do (`__` and its tag)."""
+        head, _, tag = name.rpartition("__")
+        return bool(head) and len(tag) == TAG_CHARS and any(
+            sid.startswith(tag) for sid in self._by_page if sid != session_id)
 
     def unregister(self, session_id: str, page_names: Iterable[str] | None = None) -> list[Tool]:
         """Remove the named tools of a page (all of them when `page_names` is None): gone from
@@ -458,25 +558,81 @@ class Room:
             doomed = list(offered.values())
         else:
             doomed = [t for n in dict.fromkeys(page_names) if (t := offered.get(n)) is not None]
+        freed, heirs = [], []
         for tool in doomed:
-            del self._tools[tool.key]
             del offered[tool.page_name]
-            self._name_counts[tool.page_name] -= 1
-            if not self._name_counts[tool.page_name]:
-                del self._name_counts[tool.page_name]
-            self._activated.pop(tool.key, None)
-            self._pinned.pop(tool.key, None)
+            key = self._leave(tool)
+            if key is not None:
+                freed.append(key)
+                former = self._promote(key, tool)
+                if former is not None:
+                    freed.append(former)
+                    heirs.append(self._tools[key])
         if not offered:
             self._by_page.pop(session_id, None)
-        if doomed:
-            keys = [t.key for t in doomed]
+        if freed:
             if self._sweep_later is None:
-                self._index.remove(keys)
+                self._index.remove(freed)
             else:
-                self._index.retire(keys)
+                self._index.retire(freed)
                 self._sweep_later(self)
+            self._index.add(heir.indexed() for heir in heirs)
+        if doomed:
             self._changed(tools=True)
         return doomed
+
+    def _leave(self, tool: Tool) -> str | None:
+        """Take a tool off the name it is listed under; returns that name when no page offers it any more."""
+        self._page_tools -= 1
+        sharers = self._sharers.get(tool.key)
+        if sharers:
+            if self._tools[tool.key] is tool:
+                heir = self._tools[tool.key] = sharers.pop(0)
+                if heir.app != tool.app:
+                    self._index.add([heir.indexed()])  # the index reads the page's title too
+            else:
+                sharers.remove(tool)
+            if not sharers:
+                del self._sharers[tool.key]
+            return None
+        del self._tools[tool.key]
+        names = self._keys_by_name[tool.page_name]
+        del names[tool.key]
+        if not names:
+            del self._keys_by_name[tool.page_name]
+        self._activated.pop(tool.key, None)
+        self._pinned.pop(tool.key, None)
+        for alias in [alias for alias, key in self._aliases.items() if key == tool.key]:
+            del self._aliases[alias]
+        return tool.key
+
+    def _promote(self, freed: str, left: Tool) -> str | None:
+        """`freed` was the plain name of `left`'s tool, and no page lists it any more: the same
+        definition listed under a name of its own (another origin's) takes it; that former name,
+        kept as an alias, still reaches it. Returns the former name."""
+        if freed != mcp_safe_name(left.page_name):
+            return None
+        former = next((key for key in self._keys_by_name.get(left.page_name, ())
+                       if self._tools[key].definition_json == left.definition_json), None)
+        if former is None:
+            return None
+        group = [self._tools.pop(former), *self._sharers.pop(former, ())]
+        self._seq += 1
+        for tool in group:
+            tool.key, tool.seq = freed, self._seq
+        self._tools[freed] = group[0]
+        if len(group) > 1:
+            self._sharers[freed] = group[1:]
+        names = self._keys_by_name[left.page_name]
+        del names[former]
+        names[freed] = None
+        self._aliases = {alias: freed if key == former else key for alias, key in self._aliases.items()}
+        self._aliases[former] = freed
+        for kept in (self._activated, self._pinned):
+            if former in kept:
+                del kept[former]
+                kept[freed] = None
+        return former
 
     # --- search and activation -------------------------------------------------------------
 
@@ -515,9 +671,9 @@ class Room:
 
     def resolve(self, key: str) -> Tool | None:
         """The tool by MCP name; a deferred one is activated, so calling it needs no search first."""
-        tool = self._tools.get(key)
+        tool = self.named(key)
         if tool is not None:
-            self.activate([key])
+            self.activate([tool.key])
         return tool
 
     async def search(self, query: str, limit: int) -> list[tuple[Tool, SearchHit]]:
@@ -537,6 +693,19 @@ class Room:
         # The index's model is still `embedder` (an index keeps its one: ToolIndex.use_embedder).
         return [(self._tools[hit.key], hit) for hit in self._index.search(query, limit, query_vector=vector)
                 if hit.key in self._tools]
+
+    def resembling(self, name: str, also: Iterable[str] = ()) -> list[str]:
+        """The names of the room's tools, listed or deferred, and of `also` (the meta-tools), that `name`
+        may be a slip for, closest first. A large room compares those a search for `name` finds."""
+        if len(name) > 2 * MCP_NAME_MAX:
+            return []
+        if len(self._tools) <= RESEMBLING_SCAN_MAX:
+            candidates: Iterable[str] = self._tools
+        else:
+            candidates = (hit.key for hit in self._index.search(name.replace("_", " "), RESEMBLING_SEARCHED))
+        by_lowered = {key.lower(): key for key in chain(also, candidates)}
+        return [by_lowered[alike] for alike in
+                difflib.get_close_matches(name.lower(), by_lowered, RESEMBLING_SHOWN, RESEMBLANCE)]
 
     def search_tier(self, query: str) -> str:
         """How `query` would be searched now: "hybrid" once the room's tools are embedded, else "lexical"."""

@@ -18,6 +18,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from bridge import messages
@@ -26,8 +27,8 @@ from bridge.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits
                             check_definition, estimate_tokens)
 from bridge.defaults import HubConfig
 from bridge.definition_checks import Checks
-from bridge.messages import (Hello, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest, ToolLog,
-                            ToolProgress, ToolReturn, UnregisterTools)
+from bridge.messages import (Hello, PageActive, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest,
+                            ToolLog, ToolProgress, ToolReturn, UnregisterTools)
 from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
 from bridge.pages import Pages, TooManyRooms
 from bridge.schemas import SchemaLimits, nesting
@@ -46,6 +47,7 @@ Answers = TypeVar("Answers")  # what the agent's side answers the page's input r
 
 RESULT_DEPTH_MAX = 64
 REFUSALS = frozenset({"invalid_arguments", "too_many_calls"})
+ROOMS_NAMED = 3  # rooms with pages an agent of a room without is told of, at most
 
 
 class HubLink(Protocol):
@@ -142,6 +144,9 @@ class HubObserver:
 
     def page_left(self, session: PageSession) -> None:
         """A page held here is gone for good."""
+
+    def page_used(self, session: PageSession) -> None:
+        """Its user is on it now (see Pages.used)."""
 
     def tools_changed(self, session: PageSession, registered: list[Tool], removed: list[Tool]) -> None:
         pass
@@ -251,8 +256,8 @@ class Hub:
         rooms = []
         for room in self.catalog.rooms():
             listing = room.listing()
-            pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "connected": s.connected,
-                      "here": s.holder == self.pages.here,
+            pages = [{"page_id": s.id[:6], "url": s.page.url, "title": s.page.title, "origin": s.origin,
+                      "connected": s.connected, "here": s.holder == self.pages.here,
                       "tools": [{"name": t.key, "tool": t.page_name, "deferred": t.key not in listing.keys,
                                  # what the dashboard's filter reads; cut, as the state is polled
                                  "description": t.description[:200]}
@@ -265,8 +270,9 @@ class Hub:
 
     # --- pages -----------------------------------------------------------------------------
 
-    def hello(self, msg: Hello) -> tuple[PageSession, bool]:
-        """Open or resume a page's session; the caller then owns connection number `session.connection`."""
+    def hello(self, msg: Hello, origin: str | None = None) -> tuple[PageSession, bool]:
+        """Open or resume a page's session; the caller then owns connection number `session.connection`.
+        `origin`: the Origin header the page connected with (what agents are told of where it is)."""
         if not ROOM_NAME.fullmatch(msg.room):
             raise ProtocolError("bad_room", f"A room name is {ROOM_NAME_RULE}.", reply_to=msg.id)
         token = self.config.page_token(msg.room)
@@ -278,10 +284,16 @@ class Hub:
             self.pages.admit(msg.room)
         except TooManyRooms as exc:
             raise ProtocolError("too_many_rooms", str(exc), reply_to=msg.id) from None
-        session, resumed = self.pages.hello(msg.room, msg.page, msg.session_id)
+        session, resumed = self.pages.hello(msg.room, msg.page, msg.session_id, origin, active=msg.active)
         for observer in self.observers:
             observer.page_held(session)
         return session, resumed
+
+    def used(self, session: PageSession) -> None:
+        """The page's user is on it now: of the tabs sharing a tool's name, calls go to it."""
+        if self.pages.used(session):
+            for observer in self.observers:
+                observer.page_used(session)
 
     def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> None:
         """A page's WebSocket closed: drop it now if it meant to leave, else after the grace period."""
@@ -362,6 +374,9 @@ class Hub:
                 replies.append(ProtocolError("unknown_tool", f"This page has no tool named {', '.join(unknown)}.",
                                              reply_to=msg.id).to_message())
             return replies
+        if isinstance(msg, PageActive):
+            self.used(session)
+            return []
         if isinstance(msg, ToolReturn):
             if msg.error is not None:
                 outcome = Outcome.failure("error", msg.error.message)
@@ -397,7 +412,7 @@ class Hub:
                 room.unregister(session.id)
                 return []
             tools += room.register(session.id, session.page.title, definitions[start:start + CATALOG_SLICE],
-                                   session.label)
+                                   session.label, origin=session.origin)
             await asyncio.sleep(0)
         self.semantic.embed_later(room.index)  # searchable by words now, by meaning once embedded
         if tools:
@@ -413,7 +428,7 @@ class Hub:
         """The definitions that fit the per-page and per-room limits; the rest, with the reason."""
         known = {t.page_name for t in room.tools_of(session.id)}
         page_room = self.config.max_tools_per_page - len(known)
-        room_room = self.config.max_tools_per_room - len(room)
+        room_room = self.config.max_tools_per_room - room.page_tools
         kept, refused = [], []
         for definition in definitions:
             if definition.name not in known:  # a replacement costs nothing
@@ -432,10 +447,7 @@ class Hub:
 
     async def route(self, room: str, name: str, arguments: dict[str, Any], *, pages_url: Callable[[], str]) -> Route:
         """What an agent's `tools/call` of `name` in `room` becomes (see `MetaTools.route`)."""
-        no_page = None
-        if not self.has_pages(room):
-            no_page = (f"No page is connected to room {room!r}, so it has no tools yet: open a page that uses "
-                       f"this bridge (the demo is at {pages_url()}) and try again.")
+        no_page = None if self.has_pages(room) else self._no_page(room, pages_url)
         started = time.monotonic()
         target = self.room(room)
         changes = target.activation_changes
@@ -449,6 +461,21 @@ class Hub:
         elif isinstance(route, UnknownTool):
             self.refused.appendleft({"room": room, "tool": name, "reason": route.message, "at": time.time()})
         return route
+
+    def _no_page(self, room: str, pages_url: Callable[[], str]) -> str:
+        """What an agent of a room without pages is told: where to open one, and which rooms have pages
+        (a page and an agent in different rooms is the likeliest mistake)."""
+        text = f"No page is connected to room {json.dumps(room)}, so it has no tools yet"
+        elsewhere = list(islice(self.pages.rooms(), ROOMS_NAMED + 1))
+        if not elsewhere:
+            return f"{text}: open a page that uses this bridge (the demo is at {pages_url()}) and try again."
+        quoted = [json.dumps(name) for name in elsewhere[:ROOMS_NAMED]]
+        named = f"room {quoted[0]}" if len(quoted) == 1 else f"rooms {', '.join(quoted[:-1])} and {quoted[-1]}"
+        others = " (and more)" if len(elsewhere) > ROOMS_NAMED else ""
+        path = f"/rooms/{elsewhere[0]}/mcp" if elsewhere[0] != "default" else "/mcp"
+        return (f"{text}. Pages are connected in {named}{others}: if this agent meant one of them, connect it to "
+                f"that room (e.g. the MCP endpoint {path}, or --room {elsewhere[0]} for stdio); otherwise open "
+                f"a page that uses this bridge in room {json.dumps(room)} (the demo is at {pages_url()}).")
 
     def _too_busy(self, session: PageSession) -> str | None:
         in_room = self.calls.waiting_in(session.room)
@@ -483,7 +510,7 @@ class Hub:
         with "input_unsupported", and the page is told (agui.tool.cancel). `clock`: the agent's call's
         (`calls.clock()`), which each of its rounds keeps: its start, and its deadline."""
         started = time.monotonic()
-        asked_for, tool = tool.key, self._offered_by_a_live_page(tool)
+        asked_for, tool = tool.key, self._page_for(tool)
         session = self.pages.get(tool.session_id)
         room = session.room if session else ""
         for observer in self.observers:
@@ -564,22 +591,23 @@ class Hub:
                        error=f"The page asked for input the agent did not declare it can give: {', '.join(missing)}.",
                        kind="input_unsupported")
 
-    def _offered_by_a_live_page(self, tool: Tool) -> Tool:
-        """A closed tab keeps its tools for the grace period (a reload comes back): meanwhile a call
-        for one goes to a connected page of the room offering the same tool, when there is one. The
-        names agents see stay as they are."""
+    def _page_for(self, tool: Tool) -> Tool:
+        """Of the pages offering `tool`'s name (tabs of one app share it), the one its user used last of
+        those a call reaches now; when none does (all away, a reload may bring them back), the one used
+        last. The names agents see stay as they are."""
         session = self.pages.get(tool.session_id)
-        if session is None or session.connected and session.streaming:
-            return tool  # every call asks: the common case costs one lookup
-        room = self.catalog.get(session.room)
+        room = self.catalog.get(session.room) if session is not None else None
         if room is None:
             return tool
-        for other in self.pages.in_room(session.room):
-            if other is not session and other.connected and other.streaming:
-                offered = room.offered_by(other.id, tool.page_name)
-                if offered is not None and offered.definition == tool.definition:
-                    return offered
-        return tool
+        offering = room.offering(tool)
+        if len(offering) == 1:
+            return offering[0]  # every call asks: the common case costs two lookups
+
+        def preference(offered: Tool) -> tuple[bool, float]:
+            page = self.pages.get(offered.session_id)
+            return (page is not None and self.pages.reachable(page), page.active_at if page is not None else 0.0)
+
+        return max(offering, key=preference)
 
     def _refusal(self, tool: Tool, arguments: dict[str, Any], session: PageSession | None) -> Outcome | None:
         """Why a call cannot go to its page, before anything is sent."""

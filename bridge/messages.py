@@ -51,6 +51,8 @@ class Hello(_Message):
     session_id: str | None = None
     page: PageInfo = Field(default_factory=PageInfo)
     token: str | None = None
+    # Its user is on the page now (false: a tab opened or reconnecting in the background); see PageActive.
+    active: StrictBool = True
 
 
 class ToolAnnotations(_Message):
@@ -164,13 +166,21 @@ class ToolInputRequest(_Message):
     requestState: Annotated[str, Field(max_length=65_536)] | None = None
 
 
+class PageActive(_Message):
+    """The page's user is on it now (its tab became visible or focused): of the tabs sharing a tool's
+    name, calls go to the one used last."""
+
+    type: Literal["agui.page.active"]
+    id: MessageId | None = None
+
+
 PageMessage = Annotated[
-    Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog | ToolInputRequest,
+    Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog | ToolInputRequest | PageActive,
     Field(discriminator="type"),
 ]
 _page_message = TypeAdapter(PageMessage)
 PAGE_MESSAGE_TYPES = ("agui.hello", "agui.tools.register", "agui.tools.unregister", "agui.tool.return",
-                      "agui.tool.progress", "agui.tool.log", "agui.tool.input_request")
+                      "agui.tool.progress", "agui.tool.log", "agui.tool.input_request", "agui.page.active")
 
 
 def _non_finite(constant: str) -> None:
@@ -190,7 +200,7 @@ _PAGE_JSON = json.JSONDecoder(parse_constant=_non_finite, parse_float=_finite)
 
 
 def parse_page_message(text: str) -> (Hello | RegisterTools | UnregisterTools | ToolReturn | ToolProgress | ToolLog
-                                       | ToolInputRequest):
+                                       | ToolInputRequest | PageActive):
     try:
         raw = _PAGE_JSON.decode(text)
     except (ValueError, RecursionError) as exc:  # ValueError covers integers too long to convert

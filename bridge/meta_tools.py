@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from bridge.catalog import Room, Tool
+from bridge.catalog import Room, Tool, from_page
 from bridge.defaults import DEFAULTS
 from bridge.results import error_result
 
@@ -77,16 +77,17 @@ class MetaTools:
             target = arguments.get("name")
             if not isinstance(target, str):
                 return error_result(f"{n.describe} needs a string 'name'.")
-            return describe(room, target) or error_result(self._not_found(target, no_page))
+            return describe(room, target) or error_result(self._not_found(room, target, no_page))
         if name == n.call:
             target, target_arguments = arguments.get("name"), arguments.get("arguments", {})
             if not isinstance(target, str) or not isinstance(target_arguments, dict):
                 return error_result(f"{n.call} needs a string 'name' and an object 'arguments'.")
             tool = room.resolve(target)
-            return Invoke(tool, target_arguments) if tool else error_result(self._not_found(target, no_page))
+            return Invoke(tool, target_arguments) if tool else error_result(self._not_found(room, target, no_page))
         tool = room.resolve(name)
         if tool is None:
-            return UnknownTool(f"Unknown tool: {shown(name)}." + (f" {no_page}" if no_page else ""))
+            return UnknownTool(f"Unknown tool: {shown(name)}.{self._did_you_mean(room, name)}"
+                               + (f" {no_page}" if no_page else ""))
         return Invoke(tool, arguments)
 
     async def _search(self, room: Room, arguments: dict[str, Any], no_page: str | None) -> dict[str, Any]:
@@ -111,11 +112,22 @@ class MetaTools:
             lines.append(f"{self.names.describe} shows a tool's full definition.")
             text = "\n".join(lines)
         else:
-            text = f"No tool matches {query!r} ({TIER_TEXT.get(tier, tier)}). Try other English keywords."
+            text = (f"No tool matches {json.dumps(query, ensure_ascii=False)} ({TIER_TEXT.get(tier, tier)}). "
+                    "Try other English keywords.")
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
-    def _not_found(self, name: str, no_page: str | None) -> str:
-        return no_page or f"No tool named {shown(name)!r}; search with {self.names.search}."
+    def _not_found(self, room: Room, name: str, no_page: str | None) -> str:
+        return no_page or (f"No tool named {json.dumps(shown(name), ensure_ascii=False)}."
+                           f"{self._did_you_mean(room, name)} To find tools by what they do, search with "
+                           f"{self.names.search}.")
+
+    def _did_you_mean(self, room: Room, name: str) -> str:
+        """The names, listed or deferred (each callable by its name), that `name` may be a slip for."""
+        alike = room.resembling(name, self.names)
+        if not alike:
+            return ""
+        quoted = [json.dumps(n) for n in alike]
+        return f" Did you mean {' or '.join(filter(None, (', '.join(quoted[:-1]), quoted[-1])))}?"
 
 
 def shown(name: str) -> str:
@@ -180,8 +192,9 @@ def match(room: Room, tool: Tool) -> dict[str, Any]:
     `optional`: the names of the others; `examples`: the tool's input examples, if any."""
     description, required, optional, examples = _match_parts(tool.definition_json)
     entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": description}
-    if room.name_shared(tool):
-        entry["description"] = f"{description} [from {tool.page_label}]".lstrip()
+    provenance = room.provenance(tool)
+    if provenance is not None:
+        entry["description"] = from_page(description, provenance)
     entry["required"] = dict(required)
     if optional:
         entry["optional"] = list(optional)
@@ -261,7 +274,7 @@ def _match_text(entry: dict[str, Any]) -> str:
 
 
 def describe(room: Room, name: str) -> dict[str, Any] | None:
-    tool = room.get(name)
+    tool = room.named(name)
     if tool is None:
         return None
     full = room.describe(tool)
@@ -270,5 +283,5 @@ def describe(room: Room, name: str) -> dict[str, Any] | None:
         full["inputExamples"] = tool.definition.inputExamples
     if tool.pinned:
         full["pinned"] = True
-    full |= {"tool": tool.page_name, "deferred": room.is_deferred(name)}
+    full |= {"tool": tool.page_name, "deferred": room.is_deferred(tool.key)}
     return {"content": [{"type": "text", "text": json.dumps(full, indent=1)}], "structuredContent": full}

@@ -44,7 +44,8 @@ class PageEndpoints:
 
     async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()
-        refusal = self.origins.refusal(ws.headers.get("origin"))
+        origin = ws.headers.get("origin")  # what agents are told of where the page is: the page's own claims are not
+        refusal = self.origins.refusal(origin)
         if refusal is not None:
             await self._send(ws, ProtocolError("forbidden_origin", refusal).to_message())
             await ws.close(CLOSE_POLICY)
@@ -83,7 +84,7 @@ class PageEndpoints:
                     if not isinstance(hello, Hello):
                         raise ProtocolError("hello_first", "Send agui.hello before anything else.",
                                             reply_to=getattr(hello, "id", None))
-                    session, resumed = self._hello(hello, client_address(ws.scope))
+                    session, resumed = self._hello(hello, client_address(ws.scope), origin)
                     connection = session.connection
                     await self._take_over(session.id, ws)
                     events_url = f"{ws.scope.get('root_path', '')}/agui/events?session={session.id}"
@@ -118,14 +119,14 @@ class PageEndpoints:
         for reply in await self.hub.handle(session, msg):
             await self._send(ws, reply)
 
-    def _hello(self, msg: Hello, address: str) -> tuple[PageSession, bool]:
+    def _hello(self, msg: Hello, address: str, origin: str | None) -> tuple[PageSession, bool]:
         """The hub's hello, with token guessing slowed down per client address."""
         wait = self.attempts.retry_after(address)
         if wait is not None:
             raise ProtocolError("too_many_attempts", f"Too many wrong page tokens from this address; try again in "
                                 f"{wait:.1f} s.", reply_to=msg.id, retry_after=round(wait, 1))
         try:
-            return self.hub.hello(msg)
+            return self.hub.hello(msg, origin)
         except ProtocolError as exc:
             if exc.code == "unauthorized":
                 self.attempts.failed(address)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterator
 from types import MappingProxyType
 from typing import Any
@@ -91,22 +92,45 @@ class Pages:
 
     # --- a page's life ---------------------------------------------------------------------
 
-    def hello(self, room: str, page: PageInfo, session_id: str | None) -> tuple[PageSession, bool]:
+    def hello(self, room: str, page: PageInfo, session_id: str | None, origin: str | None = None, *,
+              active: bool = True) -> tuple[PageSession, bool]:
         """Open or resume a page's session in an admitted room; the caller then owns connection
-        number `session.connection`."""
+        number `session.connection`. `origin`: the Origin header the page connected with; a session
+        is resumed only from the origin that opened it, so that what agents are told of it stays true.
+        `active`: its user is on the page now (see `used`)."""
         known = self._sessions.get(session_id or "")
-        resumed = known is not None and known.room == room
+        resumed = known is not None and known.room == room and known.origin == origin
         if known is not None and resumed:
             session = known
         else:
-            session = PageSession(room, page)
+            session = PageSession(room, page, origin=origin)
             self._add(session)
             log.info("page %s joined room %s (%s)", session.id[:6], session.room, page.url or "no url")
         self.stop_expiry(session)
         session.connection += 1
         session.connected = True
         session.holder = self.here
+        if active:
+            self.used(session)
         return session, resumed
+
+    def used(self, session: PageSession, at: float | None = None) -> bool:
+        """Its user is on the page now (or was `at`, as its holder says in shared mode): of the tabs
+        sharing a tool's name, calls go to the one used last. False if that changes nothing."""
+        at = time.time() if at is None else at
+        if at <= session.active_at:
+            return False
+        session.active_at = at
+        return True
+
+    def reachable(self, session: PageSession) -> bool:
+        """A call sent to the page now reaches it: its WebSocket is open and its event stream too (here,
+        or on the process holding it)."""
+        return session.connected and (session.streaming or session.holder != self.here) and not session.closed
+
+    def rooms(self) -> Iterator[str]:
+        """The rooms with pages, in the order they got their first."""
+        return iter(self._by_room)
 
     def disconnected(self, session: PageSession, connection: int, *, deliberate: bool) -> bool:
         """A page's WebSocket closed: dropped now if it meant to leave, else after the grace period.
@@ -186,7 +210,8 @@ class Pages:
 
     # --- shared mode: pages other processes hold -------------------------------------------
 
-    def mirror(self, session_id: str, room: str, page: str, holder: str, connected: bool) -> PageSession | None:
+    def mirror(self, session_id: str, room: str, page: str, holder: str, connected: bool, *,
+               origin: str | None = None, active_at: float = 0.0) -> PageSession | None:
         """The local copy of a page another process holds (`page`: its PageInfo as JSON), made or
         brought up to date; None when it cannot be served here (`TooManyRooms`)."""
         session = self._sessions.get(session_id)
@@ -196,12 +221,13 @@ class Pages:
             except TooManyRooms:
                 log.warning("page %s of room %s is not served here: too many rooms", session_id[:6], room)
                 return None
-            session = PageSession(room, PageInfo.model_validate_json(page), session_id)
+            session = PageSession(room, PageInfo.model_validate_json(page), session_id, origin)
             self._add(session)
         elif session.holder == self.here:
             # The page came back on another process: what this one streamed for it ends.
             session.supersede()
         session.holder, session.connected = holder, connected
+        self.used(session, active_at)
         self.stop_expiry(session)
         return session
 

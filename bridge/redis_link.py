@@ -192,7 +192,7 @@ class ToolMirror:
             entries = tools[start:start + CATALOG_SLICE]
             room.register(session.id, session.page.title, [ToolDefinition.model_validate(e["definition"])
                                                            for e in entries],
-                          session.label, keys=[e["key"] for e in entries])
+                          session.label, keys=[e["key"] for e in entries], origin=session.origin)
         if tools:
             self._embed_later(room.index)
 
@@ -553,7 +553,8 @@ class RedisLink(HubObserver):
         tools does reads or writes them, and a page dropped (it left) stops its mirroring."""
         op, sid = message["op"], message.get("sid", "")
         if op == "held":
-            self._mirror(sid, message["room"], message["page"], message["pid"], True)
+            self._mirror(sid, message["room"], message["page"], message["pid"], True, message.get("origin"),
+                         message.get("active", 0.0))
         elif op == "activate":
             self.mirror.activate(message["room"], message["keys"])
             return
@@ -562,6 +563,8 @@ class RedisLink(HubObserver):
             return
         if op == "away":
             self.pages.away(session)
+        elif op == "used":
+            self.pages.used(session, message["at"])
         elif op == "left":
             self._unsubscribe(sid)
             self.pages.drop(session)
@@ -569,10 +572,12 @@ class RedisLink(HubObserver):
             self.mirror.change(session, message["tools"], message["removed"], full=message["full"])
 
     def _mirror_record(self, sid: str, record: dict[str, str]) -> PageSession | None:
-        return self._mirror(sid, record["room"], record["page"], record["holder"], record.get("connected") == "1")
+        return self._mirror(sid, record["room"], record["page"], record["holder"], record.get("connected") == "1",
+                            record.get("origin") or None, float(record.get("active", 0)))
 
-    def _mirror(self, sid: str, room: str, page: str, holder: str, connected: bool) -> PageSession | None:
-        return self.pages.mirror(sid, room, page, holder, connected)
+    def _mirror(self, sid: str, room: str, page: str, holder: str, connected: bool, origin: str | None,
+                active_at: float) -> PageSession | None:
+        return self.pages.mirror(sid, room, page, holder, connected, origin=origin, active_at=active_at)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         call_id = message["call_id"]
@@ -592,12 +597,25 @@ class RedisLink(HubObserver):
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self._page(session.id), mapping={
                 "room": session.room, "page": page, "holder": self.process_id,
-                "connected": "1" if session.connected else "0"})
+                "connected": "1" if session.connected else "0", "origin": session.origin or "",
+                "active": repr(session.active_at)})
             pipe.pexpire(self._page(session.id), self._ttl_ms)
             pipe.zadd(self.prefix + "pages", {session.id: joined}, nx=True)
             pipe.publish(self._catalog, json.dumps({"op": "held", "pid": self.process_id, "sid": session.id,
-                                                    "room": session.room, "page": page}))
+                                                    "room": session.room, "page": page, "origin": session.origin,
+                                                    "active": session.active_at}))
             await pipe.execute()
+
+    def page_used(self, session: PageSession) -> None:
+        at = session.active_at
+
+        async def write() -> None:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hset(self._page(session.id), "active", repr(at))
+                pipe.publish(self._catalog, json.dumps({"op": "used", "pid": self.process_id, "sid": session.id,
+                                                        "at": at}))
+                await pipe.execute()
+        self._queue(write)
 
     def page_away(self, session: PageSession) -> None:
         async def write() -> None:

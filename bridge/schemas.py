@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sized
@@ -325,7 +326,50 @@ def errors(validator: Any, instance: Any, whole: str, steps: int = VALIDATION_ST
     except RecursionError:
         return "the schema refers to itself too deeply to check this value"
     found.sort(key=lambda e: [str(p) for p in e.path])
-    return "; ".join(f"{'/'.join(map(str, e.path)) or whole}: {_cut(e.message)}" for e in found[:ERRORS_SHOWN])
+    return "; ".join(f"{'/'.join(map(str, e.path)) or whole}: {_cut(in_json(e))}" for e in found[:ERRORS_SHOWN])
+
+
+QUOTED_VALUES_MAX = 64  # of a value's items or keys, those an error's message may quote
+
+
+def in_json(error: Any) -> str:
+    """The error's message with the values it quotes written as JSON (`null`, `true`, `"a"`,
+    `{"k": 1}`), not as Python writes them (`None`, `True`, `'a'`, `{'k': 1}`): agents and pages
+    speak JSON. The values are the error's own: the instance (most messages begin with it), the
+    schema keyword's value, and their items or keys (required names, unexpected properties)."""
+    message: str = error.message
+    instance, expected = error.instance, error.validator_value
+    head = ""
+    if message.startswith(quoted := repr(instance)):  # the instance may be large: matched once, not searched
+        head, message = json.dumps(instance, ensure_ascii=False), message[len(quoted):]
+    as_json: dict[str, str] = {}
+    for value in _quoted_values(instance, expected):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            continue  # written alike
+        try:
+            quoted = repr(value)
+            if len(quoted) <= ERROR_CHARS:
+                as_json.setdefault(quoted, json.dumps(value, ensure_ascii=False))
+        except (TypeError, ValueError, RecursionError):
+            continue
+    if as_json:  # in one pass, longest first, so that no value's JSON is rewritten again
+        pattern = "|".join(map(re.escape, sorted(as_json, key=len, reverse=True)))
+        message = re.sub(pattern, lambda found: as_json[found.group()], message)
+    return head + message
+
+
+def _quoted_values(instance: Any, expected: Any) -> Iterator[Any]:
+    yield instance
+    yield expected
+    for value in (instance, expected):
+        if isinstance(value, list):
+            yield from value[:QUOTED_VALUES_MAX]
+        elif isinstance(value, dict):
+            keys = list(value)[:QUOTED_VALUES_MAX]
+            yield from keys
+            if value is expected:  # dependentRequired: {name: [names it needs]}
+                yield from (item for key in keys if isinstance(value[key], list)
+                            for item in value[key][:QUOTED_VALUES_MAX])
 
 
 def _cut(text: str) -> str:

@@ -13,6 +13,7 @@ this session only keeps what its event stream needs.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import secrets
 from collections import OrderedDict, deque
@@ -25,6 +26,13 @@ from bridge.messages import PageInfo
 OTHER_EVENTS_KEPT = 1000
 
 
+def _shown(text: str, max_chars: int) -> str:
+    """Page-given text inside the bridge's own words: on one line, cut, and with no square brackets,
+    so that it cannot close the bridge's `[from …]` and write its own."""
+    text = " ".join(text.split()).replace("[", "(").replace("]", ")")
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
 @dataclass(frozen=True, slots=True)
 class PageEvent:
     id: int
@@ -32,11 +40,17 @@ class PageEvent:
     data: dict[str, Any]
 
 
+CLAIM_SHOWN_CHARS = 60  # of a page's title, as agents are told it
+ORIGIN_SHOWN_CHARS = 100
+
+
 class PageSession:
-    def __init__(self, room: str, page: PageInfo, session_id: str | None = None) -> None:
+    def __init__(self, room: str, page: PageInfo, session_id: str | None = None, origin: str | None = None) -> None:
         self.id = session_id or secrets.token_urlsafe(18)
         self.room = room
-        self.page = page
+        self.page = page  # what the page says of itself: a claim
+        self.origin = origin  # the Origin header the bridge saw when the session opened (None: not a browser's)
+        self.active_at = 0.0  # when its user last used it (see Pages.used), in seconds since the epoch
         self.connection = 0  # bumped per WebSocket, so a stale socket's close is ignored
         self.connected = False
         self.expiry: asyncio.TimerHandle | None = None
@@ -55,9 +69,13 @@ class PageSession:
 
     @property
     def label(self) -> str:
-        """How agents are told which page this is: its title and URL, and its short id."""
-        named = " ".join(filter(None, (repr(self.page.title) if self.page.title else None, self.page.url)))
-        return f"page {named} (id {self.id[:6]})" if named else f"page {self.id[:6]}"
+        """How agents are told which page this is: the title it claims, as a claim; the origin the
+        bridge saw it connect from, as a fact (not the URL it claims); and its short id."""
+        title = f" titled {json.dumps(_shown(self.page.title, CLAIM_SHOWN_CHARS), ensure_ascii=False)}" \
+            if self.page.title else ""
+        if self.origin is None:
+            return f"page{title} (no web origin; id {self.id[:6]})"
+        return f"page{title} at {_shown(self.origin, ORIGIN_SHOWN_CHARS)} (id {self.id[:6]})"
 
     @property
     def streaming(self) -> bool:

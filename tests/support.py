@@ -66,9 +66,11 @@ class Page:
     """A page as the protocol sees it: WebSocket for what it says, SSE for what it is asked."""
 
     def __init__(self, bridge: RunningBridge, room: str = "default", title: str = "Test page",
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, origin: str | None = None, **hello: Any) -> None:
+        """`origin`: the Origin header its WebSocket sends (a browser page's); `hello`: fields of its hello."""
         self.bridge, self.room, self.title = bridge, room, title
         self.session_id = session_id
+        self.origin, self.hello_fields = origin, hello
         self.replies: asyncio.Queue[dict] = asyncio.Queue()
         self.events: asyncio.Queue[dict] = asyncio.Queue()
         self.event_ids: list[int] = []
@@ -76,9 +78,10 @@ class Page:
         self._http = httpx.AsyncClient(timeout=None)
 
     async def connect(self, *, listen: bool = True, last_event_id: int | None = None) -> dict:
-        self.ws = await websockets.connect(self.bridge.ws_url)
+        self.ws = await websockets.connect(self.bridge.ws_url, origin=self.origin)
         await self.ws.send(json.dumps({"type": "agui.hello", "room": self.room, "session_id": self.session_id,
-                                       "page": {"url": "http://127.0.0.1/test", "title": self.title}}))
+                                       "page": {"url": "http://127.0.0.1/test", "title": self.title},
+                                       **self.hello_fields}))
         welcome = json.loads(await asyncio.wait_for(self.ws.recv(), TIMEOUT))
         assert welcome["type"] == "agui.welcome", welcome
         self.session_id = welcome["session_id"]

@@ -19,7 +19,7 @@ async def test_calling_with_no_page_connected_says_so_and_where_to_open_one(era)
         with pytest.raises(MCPError) as caught:
             await client.call_tool("page_read_form", {})
         message = str(caught.value)
-        assert "No page is connected to room 'default'" in message
+        assert 'No page is connected to room "default"' in message
         assert f"{b.url}/" in message  # where the demo page is
 
         searched = await client.call_tool("tool_search", {"query": "confirm"})
@@ -28,7 +28,7 @@ async def test_calling_with_no_page_connected_says_so_and_where_to_open_one(era)
 
 async def test_no_page_message_names_the_room_and_its_page_url():
     async with running_bridge() as b, Client(b.mcp_url("team-a"), mode="legacy") as client:
-        with pytest.raises(MCPError, match=r"room 'team-a'.*\?room=team-a"):
+        with pytest.raises(MCPError, match=r'room "team-a".*\?room=team-a'):
             await client.call_tool("anything", {})
 
 
@@ -52,7 +52,7 @@ async def test_describe_without_a_name_is_an_argument_error():
         result = await client.call_tool("tool_describe", {})
         assert result.is_error and result.content[0].text == "tool_describe needs a string 'name'."
         unknown = await client.call_tool("tool_describe", {"name": "None"})
-        assert unknown.is_error and "No tool named 'None'" in unknown.content[0].text
+        assert unknown.is_error and 'No tool named "None"' in unknown.content[0].text
 
 
 async def test_a_tool_name_two_pages_share_says_which_page_each_belongs_to():
@@ -61,12 +61,12 @@ async def test_a_tool_name_two_pages_share_says_which_page_each_belongs_to():
         (alone,) = (await client.list_tools()).tools
         assert alone.description == CONFIRM["description"]  # nothing to tell apart yet
 
-        async with page(b, CONFIRM, title="Shop") as shop:
+        async with page(b, CONFIRM | {"description": "Ask the shop's customer."}, title="Shop") as shop:
             listed = {t.name: t.description for t in (await client.list_tools()).tools}
             first, second = listed["user_confirm"], listed[f"user_confirm__{shop.session_id[:6]}"]
-            assert first.startswith(CONFIRM["description"]) and "'Bank'" in first and bank.session_id[:6] in first
-            assert "'Shop'" in second and shop.session_id[:6] in second
-            assert "'Shop'" not in first
+            assert first.startswith(CONFIRM["description"]) and '"Bank"' in first and bank.session_id[:6] in first
+            assert '"Shop"' in second and shop.session_id[:6] in second
+            assert '"Shop"' not in first
 
 
 async def test_instructions_follow_the_room_into_search_mode():

@@ -152,8 +152,11 @@ async def test_a_call_the_app_never_answers_times_out_and_the_app_is_told():
 
 
 async def test_two_threads_with_the_same_tool_name_stay_distinct():
-    async with app_bridge() as b, agui_app(b, "whoami", label="A") as first, \
-            agui_app(b, "whoami", label="B") as second, Client(b.mcp_url(), mode="legacy") as client:
+    # Two apps (two origins): the same tool of one app's threads would share its name.
+    async with app_bridge() as b, \
+            agui_app(b, "whoami", label="A", headers={"Origin": "http://localhost:3001"}) as first, \
+            agui_app(b, "whoami", label="B", headers={"Origin": "http://localhost:3002"}) as second, \
+            Client(b.mcp_url(), mode="legacy") as client:
         name_a = (await first.expect("registered"))["tools"][0]["name"]
         name_b = (await second.expect("registered"))["tools"][0]["name"]
         assert name_a == "whoami" and name_b.startswith("whoami__") and name_b != name_a

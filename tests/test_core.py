@@ -57,11 +57,11 @@ def test_mcp_safe_name():
 def test_names_are_disambiguated_stably():
     room = Room("r", ListingPolicy(reserved_names=frozenset({"tool_search"})))
     (a,) = room.register("AAAAAAAA", None, [definition("confirm")])
-    (b,) = room.register("BBBBBBBB", None, [definition("confirm")])
+    (b,) = room.register("BBBBBBBB", None, [definition("confirm", "confirms otherwise")])
     (c,) = room.register("CCCCCCCC", None, [definition("tool_search")])
     assert (a.key, b.key, c.key) == ("confirm", "confirm__BBBBBB", "tool_search__CCCCCC")
     room.unregister("AAAAAAAA")
-    assert room.get("confirm__BBBBBB") is b  # the second page's name does not change when the first leaves
+    assert room.get("confirm__BBBBBB") is b  # another definition's name does not change when the first leaves
     (d,) = room.register("DDDDDDDD", None, [definition("confirm")])
     assert d.key == "confirm"
 
@@ -75,7 +75,7 @@ def test_same_page_names_that_sanitize_alike_stay_distinct():
 def test_long_names_with_suffix_fit_64():
     room = Room("r", ListingPolicy())
     room.register("S1xxxxxx", None, [definition("n" * 100)])
-    (second,) = room.register("S2xxxxxx", None, [definition("n" * 100)])
+    (second,) = room.register("S2xxxxxx", None, [definition("n" * 100, "another")])
     assert len(second.key) == 64 and second.key.endswith("__S2xxxx")
 
 
@@ -106,7 +106,7 @@ def test_argument_errors_name_the_problem():
         "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}})])
     assert t.argument_errors({"n": 3}) is None
     assert "n: 0 is less than the minimum of 1" in t.argument_errors({"n": 0})
-    assert "'n' is a required property" in t.argument_errors({})
+    assert '"n" is a required property' in t.argument_errors({})
 
 
 def test_plain_listing_until_count_threshold_then_search_mode():
@@ -573,7 +573,7 @@ def test_a_listed_tool_is_listed_anew_when_another_page_offers_its_name_or_its_p
     room.activate(["t4"])
     before = room.listing()
     assert [t["description"] for t in before.tools] == ["does things"] * 2
-    room.register("OTHER1", None, [definition("t4")], page_label="the other tab")
+    room.register("OTHER1", None, [definition("t4", "does it otherwise")], page_label="the other tab")
     listing = room.listing()
     assert [t["description"] for t in listing.tools] == ["does things", "does things [from page S]"]
     assert listing.fingerprint != before.fingerprint

@@ -74,7 +74,7 @@ async def test_a_call_for_a_closed_tabs_tool_goes_to_a_live_page_offering_the_sa
         other = await open_page(b, tool("echo", "Another echo, with other parameters.", {"n": {"type": "integer"}}))
         try:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert names[0] == "echo" and len(names) == 3  # the first page's tool has the plain name
+            assert names[0] == "echo" and len(names) == 2  # tabs with the same tool share its plain name
             await closed.drop()  # the tab is gone without a word: its tools stay for the grace period
             call = asyncio.create_task(client.call_tool("echo", {"text": "still there?"}))
             invoke = await live.event(timeout=2)  # the live page with the same tool takes it at once

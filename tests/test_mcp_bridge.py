@@ -112,10 +112,10 @@ async def test_arguments_violating_the_schema_never_reach_the_page():
     async with running_bridge() as b, page(b, CONFIRM) as p, Client(b.mcp_url(), mode="legacy") as client:
         result = await client.call_tool("user_confirm", {"title": 42})
         assert result.is_error
-        assert "title" in result.content[0].text and "not of type 'string'" in result.content[0].text
+        assert "title" in result.content[0].text and 'not of type "string"' in result.content[0].text
         assert p.events.empty()
         result = await client.call_tool("user_confirm", {})
-        assert result.is_error and "'title' is a required property" in result.content[0].text
+        assert result.is_error and '"title" is a required property' in result.content[0].text
 
 
 async def test_unknown_tool_is_a_protocol_error():
@@ -126,7 +126,8 @@ async def test_unknown_tool_is_a_protocol_error():
 
 async def test_two_pages_with_the_same_tool_name():
     async with running_bridge() as b, page(b, CONFIRM, title="Bank") as first, \
-            page(b, CONFIRM, title="Shop") as second, Client(b.mcp_url(), mode="legacy") as client:
+            page(b, CONFIRM | {"description": "Ask the shop's customer."}, title="Shop") as second, \
+            Client(b.mcp_url(), mode="legacy") as client:
         names = [t.name for t in (await client.list_tools()).tools]
         second_name = f"user_confirm__{second.session_id[:6]}"
         assert names == ["user_confirm", second_name]
@@ -513,7 +514,7 @@ async def test_results_are_checked_against_the_output_schema():
         assert not good.is_error and good.structured_content == {"total": 12.5}
         _, wrong = await call_and_answer(client, p, "get_cart", {}, result={"total": "lots"})
         assert wrong.is_error and "does not match its output schema" in wrong.content[0].text
-        assert "total: 'lots' is not of type 'number'" in wrong.content[0].text
+        assert 'total: "lots" is not of type "number"' in wrong.content[0].text
         _, text = await call_and_answer(client, p, "get_cart", {}, result="twelve")
         assert text.is_error and "no structured content" in text.content[0].text
         _, failed = await call_and_answer(client, p, "get_cart", {}, error="cart unavailable")

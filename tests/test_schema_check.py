@@ -81,7 +81,7 @@ def test_vouches_for_plain_valid_arguments():
     # Not sure, so jsonschema decides: 2.0 is an integer to JSON Schema.
     assert not check({"text": "hi", "level": 2.0})
     assert SchemaCheck(schema).errors({"text": "hi", "level": 2.0}, "(arguments)") is None
-    assert "is not of type 'integer'" in SchemaCheck(schema).errors({"text": "hi", "level": 2.5}, "(arguments)")
+    assert 'is not of type "integer"' in SchemaCheck(schema).errors({"text": "hi", "level": 2.5}, "(arguments)")
 
 
 def test_true_is_not_one_and_keywords_it_does_not_handle_go_to_jsonschema():
@@ -92,5 +92,5 @@ def test_true_is_not_one_and_keywords_it_does_not_handle_go_to_jsonschema():
                    {"uniqueItems": True}, {"properties": {"a": {"not": {}}}}, {"enum": [[1]]},
                    {"prefixItems": [{}], "items": False}, {"type": "strange"}):
         assert quick_check(schema) is None, schema
-    assert SchemaCheck({"pattern": "^a"}).errors("b", "(arguments)") == "(arguments): 'b' does not match '^a'"
+    assert SchemaCheck({"pattern": "^a"}).errors("b", "(arguments)") == '(arguments): "b" does not match "^a"'
     assert quick_check({"pattern": "^a"})("abc") and not quick_check({"pattern": "^a"})("b")

@@ -88,7 +88,7 @@ async def test_call_tool_reaches_deferred_and_inline_tools():
             await p.answer(invoke["call_id"], f"ran {name}")
             assert (await task).content[0].text == f"ran {name}"
         bad = await client.call_tool("call_tool", {"name": "playlist_tool", "arguments": {"query": 5}})
-        assert bad.is_error and "not of type 'string'" in bad.content[0].text
+        assert bad.is_error and 'not of type "string"' in bad.content[0].text
         missing = await client.call_tool("call_tool", {"name": "no_such_tool"})
         assert missing.is_error and "tool_search" in missing.content[0].text
 
@@ -266,7 +266,7 @@ async def test_input_examples_reach_agents_in_the_listing_describe_and_search():
     ([{"iban": "DE89", "amount": "lots", "currency": "EUR"}], r"inputExamples\[0\] does not match.*amount"),
     ([TRANSFER["inputExamples"][0], {"iban": "de89", "amount": 1, "currency": "EUR"}],
      r"inputExamples\[1\] does not match.*iban"),
-    ([{"amount": 1}], r"inputExamples\[0\].*'iban' is a required property"),
+    ([{"amount": 1}], r'inputExamples\[0\].*"iban" is a required property'),
     ([TRANSFER["inputExamples"][0]] * 6, r"inputExamples.*at most 5"),
     (["not an object"], r"inputExamples\.0"),
 ])

@@ -356,8 +356,9 @@ async def test_an_agent_never_reaches_another_rooms_tools():
 
 
 async def test_a_page_cannot_answer_or_report_progress_for_another_pages_call():
-    async with running_bridge(max_message_bytes=10_000) as b, page(b, CONFIRM, room="b") as owner, \
-            page(b, CONFIRM, room="b") as neighbour, page(b, CONFIRM, room="a") as stranger, \
+    # The neighbour, a tab of the same app, opens first: calls go to the tab used last, the owner.
+    async with running_bridge(max_message_bytes=10_000) as b, page(b, CONFIRM, room="b") as neighbour, \
+            page(b, CONFIRM, room="b") as owner, page(b, CONFIRM, room="a") as stranger, \
             Client(b.mcp_url("b"), mode="legacy") as client:
         seen: list[str | None] = []
 

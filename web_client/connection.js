@@ -30,6 +30,18 @@ const STORAGE_PREFIX = "agui-bridge.session ";
 
 /** @typedef {{session_id: string, tools: string[]}} StoredSession */
 
+// --- which tab its user is on ----------------------------------------------------------------
+//
+// Tabs of one app share their tools' names at the bridge, which sends each call to the tab used
+// last: the page says whether its user is on it in its hello, and sends agui.page.active whenever
+// that becomes so (its tab shown, or its window focused).
+
+/** The page is shown and its window focused (true outside a browser). */
+function pageInUse() {
+  const doc = globalThis.document;
+  return !doc || (doc.visibilityState !== "hidden" && (typeof doc.hasFocus !== "function" || doc.hasFocus()));
+}
+
 /**
  * The bridge's base URL (where it is mounted), ending with "/".
  * @param {string | URL} url
@@ -170,6 +182,11 @@ export class AguiBridge extends EventTarget {
       emit: (type, detail) => this._emit(type, detail),
     });
 
+    this._inUse = pageInUse();
+    this._onUse = () => this._useChanged();
+    globalThis.document?.addEventListener?.("visibilitychange", this._onUse);
+    for (const type of ["focus", "blur"]) globalThis.addEventListener?.(type, this._onUse);
+
     /** @type {Promise<types.AguiBridge> | null} */
     this._started = null;
     /** @type {{resolve: (bridge: AguiBridge) => void, reject: (error: unknown) => void} | null} */
@@ -251,6 +268,7 @@ export class AguiBridge extends EventTarget {
 
   _hello() {
     const page = this.pageInfo ?? {};
+    this._inUse = pageInUse();
     return {
       room: this.room,
       token: this.token,
@@ -258,7 +276,15 @@ export class AguiBridge extends EventTarget {
         url: page.url ?? globalThis.location?.href ?? null,
         title: page.title ?? globalThis.document?.title ?? null,
       },
+      active: this._inUse,
     };
+  }
+
+  /** The tab was shown or hidden, focused or left: the bridge hears when its user comes to it. */
+  _useChanged() {
+    const inUse = pageInUse();
+    if (inUse && !this._inUse) this._transport.send({ type: "agui.page.active" });
+    this._inUse = inUse;
   }
 
   /**
@@ -313,6 +339,8 @@ export class AguiBridge extends EventTarget {
 
   /** @param {AguiBridgeError | null} failure  why the bridge refused the page; null: disconnect() */
   _closing(failure) {
+    globalThis.document?.removeEventListener?.("visibilitychange", this._onUse);
+    for (const type of ["focus", "blur"]) globalThis.removeEventListener?.(type, this._onUse);
     this._endReregistration(false);
     this._calls.abortAll(failure?.message ?? "The page disconnected from the bridge.");
     this._registrations.close(failure ?? new AguiBridgeError("The bridge connection was closed.", { code: "closed" }));
