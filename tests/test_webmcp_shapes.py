@@ -16,7 +16,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from browser_support import bridge, browser, mcp_client, open_page, static_server, text_of, wait_for_tools  # noqa: F401
+from browser_support import (
+    mcp_client,
+    open_page,
+    static_server,
+    text_of,
+    wait_for_tools,
+)
 from support import eventually
 
 POLYFILL = Path(__file__).parent / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist" / "index.iife.js"
@@ -48,7 +54,8 @@ class ModelContext152 extends StandInModelContext {
     if (!signal?.aborted) this.add(tool, signal);
   }
   async getTools() {  // the input schema as JSON text
-    return [...this.tools.values()].map((t) => ({ ...this.listed(t), inputSchema: JSON.stringify(t.inputSchema ?? {}) }));
+    return [...this.tools.values()].map((t) => ({ ...this.listed(t),
+                                                  inputSchema: JSON.stringify(t.inputSchema ?? {}) }));
   }
   async executeTool(registered, inputJson, { signal } = {}) {  // DOMString: an object reads "[object Object]"
     window.executeInputs.push(typeof inputJson);
@@ -101,7 +108,8 @@ import {{ bridgeWebMCP, connect }} from "{bridge}/client/agui-bridge.js";
 const mc = document.modelContext;
 await mc.registerTool({{
   name: "add_numbers", description: "Add two numbers.",
-  inputSchema: {{ type: "object", properties: {{ a: {{ type: "number" }}, b: {{ type: "number" }} }}, required: ["a", "b"] }},
+  inputSchema: {{ type: "object", properties: {{ a: {{ type: "number" }}, b: {{ type: "number" }} }},
+                 required: ["a", "b"] }},
   execute: ({{ a, b }}) => ({{ sum: a + b }}),
 }});
 await mc.registerTool({{
@@ -119,7 +127,7 @@ document.body.dataset.ready = "true";
 
 
 @asynccontextmanager
-async def webmcp_page(browser, bridge, runtime: str):  # noqa: F811 (fixtures)
+async def webmcp_page(browser, bridge, runtime: str):
     """The page on its own origin, with the runtime loaded by a classic script before the page's module runs."""
     script = RUNTIMES[runtime]
     if script is None:
@@ -134,7 +142,7 @@ async def webmcp_page(browser, bridge, runtime: str):  # noqa: F811 (fixtures)
 
 
 @pytest.mark.parametrize("runtime", sorted(RUNTIMES))
-async def test_each_runtime_shape_is_served_as_is(browser, bridge, runtime):  # noqa: F811 (fixtures)
+async def test_each_runtime_shape_is_served_as_is(browser, bridge, runtime):
     async with webmcp_page(browser, bridge, runtime) as page, mcp_client(bridge) as client:
         await wait_for_tools(client, "add_numbers", "early_wait")
         # A tool registered before bridging runs through the runtime's executeTool(), whichever input it takes.
@@ -151,7 +159,8 @@ async def test_each_runtime_shape_is_served_as_is(browser, bridge, runtime):  # 
         # A tool registered after: its title and annotations reach the bridge; execute() gets {signal, …}, and
         # no requestUserInteraction (gone from the draft).
         await page.evaluate("""() => document.modelContext.registerTool({
-            name: "read_reviews", title: "Read the reviews", description: "The product's reviews, as customers wrote them.",
+            name: "read_reviews", title: "Read the reviews",
+            description: "The product's reviews, as customers wrote them.",
             inputSchema: {type: "object", properties: {}},
             annotations: {readOnlyHint: true, untrustedContentHint: true},
             execute: (input, client) => ({signal: client.signal instanceof AbortSignal,
@@ -200,7 +209,7 @@ async def test_each_runtime_shape_is_served_as_is(browser, bridge, runtime):  # 
         assert "never_tool" not in await page.evaluate("webmcp.tools")
 
 
-async def test_a_cancel_reaches_a_tool_run_through_execute_tool(browser, bridge):  # noqa: F811 (fixtures)
+async def test_a_cancel_reaches_a_tool_run_through_execute_tool(browser, bridge):
     """Chrome 155 hands executeTool()'s signal on to execute(): a tool registered before bridging is cancelled too."""
     async with webmcp_page(browser, bridge, "chrome155") as page, mcp_client(bridge) as client:
         await wait_for_tools(client, "early_wait")

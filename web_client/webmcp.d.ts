@@ -70,6 +70,8 @@ export interface WebMCPBridgeHandle {
 /**
  * Serve the page's WebMCP tools through the bridge: wraps `modelContext.registerTool` (honouring the
  * registration `signal`) and `unregisterTool`, and mirrors tools registered earlier via `getTools()`
- * (run through `executeTool()` when the runtime has it). Throws TypeError without a `document.modelContext`.
+ * (run through `executeTool()` when the runtime has it). A runtime's tool for a `<form toolname>` is
+ * left to `serveForms()` while it serves the page's forms on this bridge (`connect()` does by default).
+ * Throws TypeError without a `document.modelContext`.
  */
 export declare function bridgeWebMCP(bridge: AguiBridge, options?: BridgeWebMCPOptions): WebMCPBridgeHandle;

@@ -9,10 +9,13 @@
 /** @import * as types from "./webmcp.js" */
 /** @import { ObjectSchema, ToolDefinition, ToolHandler, ToolResult } from "./connection.js" */
 import { errorMessage } from "./errors.js";
+import { servesFormTool } from "./forms.js";
 
+/** @typedef {string | Record<string, unknown>} ToolInput  what `executeTool()` takes: JSON text or an object */
 /**
  * Chromium's testing API, which can run tools registered before the adapter.
- * @typedef {{executeTool?(name: string, input: string | Record<string, unknown>, options?: {signal?: AbortSignal}): Promise<string | null>}} ModelContextTesting
+ * @typedef {{executeTool?(name: string, input: ToolInput, options?: {signal?: AbortSignal}): Promise<string | null>}}
+ *   ModelContextTesting
  */
 
 /** What the adapter looks for in the page (TypeScript's DOM types do not have WebMCP yet). */
@@ -83,7 +86,7 @@ function refusedInputShape(error) {
  * Runs a tool through a runtime's `executeTool`-like function, with the input as an object (the
  * draft, Chrome 155 on) or as JSON text (Chrome 152–154, the polyfill): the object first, the text
  * when the runtime could not parse it; the shape that worked is kept for the next calls.
- * @returns {(execute: (input: string | Record<string, unknown>) => Promise<unknown>, params: Record<string, unknown>) => Promise<unknown>}
+ * @returns {(execute: (input: ToolInput) => Promise<unknown>, params: Record<string, unknown>) => Promise<unknown>}
  */
 function inputShapeProbe() {
   /** @type {"object" | "json" | null} */
@@ -116,6 +119,8 @@ function inputShapeProbe() {
  *   mirrored from `getTools()` and run through `modelContext.executeTool()` or
  *   `navigator.modelContextTesting.executeTool()`, when the runtime offers one (with the call's
  *   signal, which Chrome hands on to `execute`).
+ * - A runtime's tool for a `<form toolname>` (declarative WebMCP, native or polyfilled) is left to
+ *   serveForms() when it serves the page's forms on this bridge, so no form is served twice.
  *
  * Returns {ready, tools, dispose()}: `ready` resolves once the existing tools are mirrored; `dispose()`
  * restores `registerTool` and unregisters the mirrored tools.
@@ -153,7 +158,7 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
    */
   const mirror = (tool, run, direct, registrationSignal) => {
     if (disposed || !tool || typeof tool.name !== "string") return;
-    if (registrationSignal?.aborted) return;
+    if (registrationSignal?.aborted || servesFormTool(bridge, tool.name)) return;
     const previous = mirrored.get(tool.name);
     if (previous && previous.direct && !direct) return; // keep the direct path to execute()
     const controller = new AbortController();
