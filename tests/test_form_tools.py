@@ -202,6 +202,18 @@ async def test_without_autosubmit_the_call_waits_for_the_user_to_submit(browser,
         await page.wait_for_function("window.submissions.length === 2")
         assert await page.evaluate("window.submissions[1].agentInvoked") is False
 
+        # A newer call takes the form over (the older one fails); the user resetting the form fails the call.
+        first = asyncio.create_task(client.call_tool("send_message", {"to": "a@example.com", "body": "First"}))
+        await page.wait_for_function("document.getElementById('body').value === 'First'")
+        second = asyncio.create_task(client.call_tool("send_message", {"to": "b@example.com", "body": "Second"}))
+        result = await asyncio.wait_for(first, 10)
+        assert result.is_error and "newer call" in text_of(result)
+        await page.wait_for_function("document.getElementById('body').value === 'Second'")
+        await page.evaluate("document.getElementById('message').reset()")
+        result = await asyncio.wait_for(second, 10)
+        assert result.is_error and "reset" in text_of(result)
+        assert await page.evaluate("window.submissions.length") == 2
+
 
 ANSWERING_FORM = """
 <form id="availability" toolname="check_availability" tooldescription="Whether a day has free tables."
