@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WEB_CLIENT = ROOT / "web_client"
 TSC = ROOT / "tests" / "webmcp" / "node_modules" / ".bin" / "tsc"
-MODULES = ("agui-bridge", "errors", "connection", "transport", "registrations", "calls", "dialogs", "webmcp")
+MODULES = ("agui-bridge", "errors", "connection", "transport", "registrations", "calls", "dialogs", "webmcp", "forms")
 
 
 def tsc(*args: str) -> subprocess.CompletedProcess[str]:
