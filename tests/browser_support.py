@@ -128,7 +128,7 @@ class MountedBridge:
     """A bridge mounted under a prefix in a host app: `url` is the prefix's URL (the demo page is `url + "/"`)."""
 
     def __init__(self, bridge: Bridge, origin: str, prefix: str) -> None:
-        self.bridge, self.hub = bridge, bridge.hub
+        self.bridge, self.hub = bridge, bridge.core.hub
         self.url = origin + prefix
 
     def mcp_url(self, room: str = "default") -> str:

@@ -11,8 +11,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from bridge.search import IndexedTool
-from bridge.semantic import load_embedder
+from bridge.search.index import IndexedTool
+from bridge.search.semantic import load_embedder
 from support import page, running_bridge, tool
 
 META = ["tool_search", "tool_describe", "call_tool"]

@@ -16,7 +16,7 @@ import pytest
 from ag_ui.core import RunAgentInput
 
 from agui_support import ADD, run, run_input
-from bridge.agui_input import Limit, Unreadable, read_run_input
+from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
 from support import TIMEOUT, eventually, running_bridge
 
 

@@ -21,7 +21,7 @@ from mcp import Client
 from modern_agent import Agent, envelope
 from support import Page, eventually, free_port, page, running_bridge, tool
 
-from bridge.calls import CallClock, CallTable, Outcome
+from bridge.core.calls import CallClock, CallTable, Outcome
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
                execution={"taskSupport": "optional"})
@@ -198,7 +198,7 @@ async def test_sessions_deleted_right_after_initialize_leave_no_rooms():
 
 
 async def test_api_state_counts_the_agents_that_are_there(monkeypatch):
-    monkeypatch.setattr("bridge.mcp_adapter.AGENT_ACTIVE_SECONDS", 1.0)
+    monkeypatch.setattr("bridge.mcp_edge.rooms.AGENT_ACTIVE_SECONDS", 1.0)
     async with running_bridge() as b, page(b, CONFIRM), httpx.AsyncClient(timeout=10) as http:
         def agents() -> dict[str, Any]:
             return b.bridge.mcp.agents("default")

@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from bridge import messages
-from bridge.calls import CallTable, MonotonicProgress, Outcome
-from bridge.catalog import ListingPolicy, Room, check_definition, mcp_safe_name
+from bridge.core import messages
+from bridge.core.calls import CallTable, MonotonicProgress, Outcome
+from bridge.core.catalog import ListingPolicy, Room, check_definition, mcp_safe_name
 from bridge.config import Settings
-from bridge.hub import CATALOG_SLICE, PAGE_GONE, Hub
-from bridge.messages import Hello, PageInfo, ProtocolError, ToolReturn, parse_page_message
-from bridge.results import to_call_tool_result
-from bridge.sessions import PageEvent, PageSession
+from bridge.core.hub import CATALOG_SLICE, PAGE_GONE, Hub
+from bridge.core.messages import Hello, PageInfo, ProtocolError, ToolReturn, parse_page_message
+from bridge.core.results import to_call_tool_result
+from bridge.core.sessions import PageEvent, PageSession
 
 
 def definition(name: str, description: str = "does things", **schema_properties) -> messages.ToolDefinition:
@@ -350,7 +350,7 @@ async def test_events_numbered_elsewhere_keep_their_order_and_never_come_back_on
 
 
 async def test_waiting_invocations_are_never_evicted_by_other_events():
-    from bridge.sessions import OTHER_EVENTS_KEPT
+    from bridge.core.sessions import OTHER_EVENTS_KEPT
 
     session = PageSession("r", PageInfo())
     for i in range(OTHER_EVENTS_KEPT + 300):
@@ -504,7 +504,7 @@ def test_settings_do_not_import_the_hub():
     import subprocess
     import sys
 
-    code = "import sys, bridge.config\nprint(sorted({'bridge.hub', 'bridge.pages'} & set(sys.modules)))"
+    code = "import sys, bridge.config\nprint(sorted({'bridge.core.hub', 'bridge.core.pages'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -513,8 +513,8 @@ def test_core_imports_neither_starlette_nor_mcp():
     import subprocess
     import sys
 
-    core = "bridge.catalog, bridge.calls, bridge.results, bridge.sessions, bridge.pages, bridge.hub, " \
-           "bridge.messages, bridge.search, bridge.meta_tools, bridge.defaults, bridge.config"
+    core = "bridge.core.catalog, bridge.core.calls, bridge.core.results, bridge.core.sessions, bridge.core.pages, bridge.core.hub, " \
+           "bridge.core.messages, bridge.search.index, bridge.core.meta_tools, bridge.core.defaults, bridge.config"
     code = (f"import sys, {core}\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'starlette', 'uvicorn', "
             "'sse_starlette', 'websockets'}))")

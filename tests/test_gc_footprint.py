@@ -12,10 +12,10 @@ import re
 import socket
 import struct
 
-from bridge.calls import CallTable, Outcome
-from bridge.catalog import ListingPolicy, Room, check_definition
-from bridge.search import ToolIndex
-from bridge.tool_text import IndexedTool
+from bridge.core.calls import CallTable, Outcome
+from bridge.core.catalog import ListingPolicy, Room, check_definition
+from bridge.search.index import ToolIndex
+from bridge.search.tool_text import IndexedTool
 from support import eventually, page, running_bridge, tool
 
 

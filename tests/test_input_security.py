@@ -25,7 +25,7 @@ from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import TIMEOUT, Page, page, running_bridge, tool
 
 from bridge import __version__
-from bridge.used_states import UsedStates
+from bridge.core.used_states import UsedStates
 
 GREET = tool("greet_user", "Greet the user by the name they give.")
 ASK_NAME = {"name": {"method": "elicitation/create",

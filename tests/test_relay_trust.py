@@ -1,6 +1,6 @@
 """A stdio process relays its agent only through a bridge that proves it was started by the same user:
 the bridge answers a nonce with an HMAC of the secret in its port's claim, a file only the user can read
-(bridge.port_claim). A server that squats the port and answers like a bridge gets neither the agent
+(bridge._port_claim). A server that squats the port and answers like a bridge gets neither the agent
 token nor a call.
 
 Real parts: `agui-mcp-bridge stdio` subprocesses, bridges on real sockets, a fake holder served by uvicorn.
@@ -21,7 +21,7 @@ from mcp import Client
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from bridge import port_claim
+from bridge import _port_claim as port_claim
 from bridge.app import Bridge
 from bridge.config import Settings
 from bridge.server import HOLDER_WAIT_SECONDS, RunningServer

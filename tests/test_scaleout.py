@@ -22,8 +22,8 @@ import redis
 import websockets
 from mcp import Client
 
-from bridge.catalog import Room
-from bridge.hub import CATALOG_SLICE
+from bridge.core.catalog import Room
+from bridge.core.hub import CATALOG_SLICE
 from redis_support import redis_server, redis_url, start_redis, wait_for_port
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.schemas import SchemaCheck, Validator, quick_check
+from bridge.schemas.page_schemas import SchemaCheck, Validator, quick_check
 
 PROPERTY = settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = st.sampled_from(["a", "b", "text", "n"])

@@ -13,9 +13,9 @@ import pytest
 
 from rank_bm25 import BM25Okapi
 
-from bridge.bm25 import B, K1, LiveBM25, squared_idf
-from bridge.search import RERANK_DEPTH, IndexedTool, SearchHit, ToolIndex
-from bridge.tokenizer import split_words, stem, terms, tokenize, word_terms, words
+from bridge.search.bm25 import B, K1, LiveBM25, squared_idf
+from bridge.search.index import RERANK_DEPTH, IndexedTool, SearchHit, ToolIndex
+from bridge.search.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 
 
 def tool(key: str, description: str = "", **fields) -> IndexedTool:

@@ -13,8 +13,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from bridge.catalog import INPUT_EXAMPLES_META
-from bridge.mcp_adapter import NOTIFY_DELAY
+from bridge.core.catalog import INPUT_EXAMPLES_META
+from bridge.mcp_edge.rooms import NOTIFY_DELAY
 from search_support import DOMAINS, META, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge, tool
 

@@ -5,8 +5,8 @@ a file path in a request is read as a file of its type, not as its folders' and 
 
 from __future__ import annotations
 
-from bridge.search import IndexedTool, ToolIndex
-from bridge.tokenizer import query_terms, terms
+from bridge.search.index import IndexedTool, ToolIndex
+from bridge.search.tokenizer import query_terms, terms
 
 
 def keys(hits) -> list[str]:

@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 from mcp import Client
 
-import bridge.semantic
-from bridge.catalog import ListingPolicy, Room, check_definition
+import bridge.search.semantic
+from bridge.core.catalog import ListingPolicy, Room, check_definition
 from bridge.config import Settings
-from bridge.search import IndexedTool, SearchHit, ToolIndex
-from bridge.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
-from bridge.tokenizer import mostly_in, words
+from bridge.search.index import IndexedTool, SearchHit, ToolIndex
+from bridge.search.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
+from bridge.search.tokenizer import mostly_in, words
 from search_support import MULTILINGUAL_ENTRIES, indexed, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge
 from support import tool as page_tool
@@ -290,7 +290,7 @@ def test_a_query_asked_while_tools_are_embedded_waits_for_one_small_call_of_tool
         embedding = asyncio.create_task(embed_pending(ToolIndex(tools, embedder=embedder)))
         assert await asyncio.to_thread(first_call.wait, 10)
         query = asyncio.create_task(embed_query(embedder, "rain"))
-        while bridge.semantic.worker_for(embedder).queries_waiting == 0:
+        while bridge.search.semantic.worker_for(embedder).queries_waiting == 0:
             await asyncio.sleep(0.001)
         release.set()
         await asyncio.wait_for(asyncio.gather(embedding, query), 10)
@@ -300,7 +300,7 @@ def test_a_query_asked_while_tools_are_embedded_waits_for_one_small_call_of_tool
     finally:
         release.set()
     # The query waited for one call of a few texts, then went before the other texts.
-    batch = bridge.semantic.DOCUMENT_BATCH
+    batch = bridge.search.semantic.DOCUMENT_BATCH
     assert batch <= 8 and calls[:2] == [f"{batch} texts", "query"]
     assert sum(int(call.split()[0]) for call in calls[2:]) == 20 - batch
     assert all(int(call.split()[0]) <= batch for call in calls[2:])
@@ -323,8 +323,8 @@ def test_a_slow_model_gets_fewer_tool_texts_a_call() -> None:
     tools = [tool(f"get_{noun}", f"Get the {noun} by its number") for noun in nouns]  # 20 texts
     slow, fast = Timed(0.010), Timed(0.0)
     assert asyncio.run(embed_pending(ToolIndex(tools, embedder=slow))) == 20
-    fitting = int(bridge.semantic.DOCUMENT_CALL_SECONDS / 0.010)
-    assert slow.calls[0] == bridge.semantic.DOCUMENT_BATCH and sum(slow.calls) == 20
+    fitting = int(bridge.search.semantic.DOCUMENT_CALL_SECONDS / 0.010)
+    assert slow.calls[0] == bridge.search.semantic.DOCUMENT_BATCH and sum(slow.calls) == 20
     assert all(1 <= count <= fitting for count in slow.calls[1:]) and len(slow.calls) >= 1 + 12 // fitting
     # A fast one keeps the full batch.
     assert asyncio.run(embed_pending(ToolIndex(tools, embedder=fast))) == 20 and fast.calls == [8, 8, 4]
@@ -520,29 +520,29 @@ def test_the_real_model_embeds_names_and_descriptions_in_calls_of_their_own(mini
                     "Book a plane ticket between two airports for one or more passengers, with seats and bags"]
     texts = [text for pair in zip(names, descriptions) for text in pair]  # as a job holds them: tool by tool
     recording = RecordingCalls(minilm._model)
-    vectors = bridge.semantic.FastEmbedEmbedder(recording, minilm.name).embed_documents(texts)
+    vectors = bridge.search.semantic.FastEmbedEmbedder(recording, minilm.name).embed_documents(texts)
     assert sorted(map(sorted, recording.calls)) == [sorted(descriptions), sorted(names)]
     alone = np.stack([minilm.embed_documents([text])[0] for text in texts])
     assert np.allclose(vectors, alone, atol=1e-5)
 
 
 def test_queries_of_near_lengths_share_a_model_call_and_a_long_one_has_its_own() -> None:
-    assert bridge.semantic.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
-    assert bridge.semantic.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
-    assert bridge.semantic.length_groups([]) == [] and bridge.semantic.length_groups([40]) == [[0]]
+    assert bridge.search.semantic.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
+    assert bridge.search.semantic.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
+    assert bridge.search.semantic.length_groups([]) == [] and bridge.search.semantic.length_groups([40]) == [[0]]
     lengths = [(at * 37) % 128 + 3 for at in range(64)]
-    groups = bridge.semantic.length_groups(lengths)
+    groups = bridge.search.semantic.length_groups(lengths)
     assert sorted(at for group in groups for at in group) == list(range(64))
     # No more work (each call: CALL_TOKENS, plus its size times its longest) than one call, or a call a query.
-    work = sum(bridge.semantic.CALL_TOKENS + len(group) * max(lengths[at] for at in group) for group in groups)
-    assert work <= min(bridge.semantic.CALL_TOKENS + 64 * max(lengths), sum(bridge.semantic.CALL_TOKENS + length
+    work = sum(bridge.search.semantic.CALL_TOKENS + len(group) * max(lengths[at] for at in group) for group in groups)
+    assert work <= min(bridge.search.semantic.CALL_TOKENS + 64 * max(lengths), sum(bridge.search.semantic.CALL_TOKENS + length
                                                                              for length in lengths))
     assert len(groups) > 1
 
 
 def test_the_worker_counts_where_query_time_goes() -> None:
     embedder = WordHashEmbedder()
-    worker = bridge.semantic.worker_for(embedder)
+    worker = bridge.search.semantic.worker_for(embedder)
 
     async def ask() -> None:
         await asyncio.gather(*(embed_query(embedder, query) for query in ["rain", "send mail", "play a song"]))
@@ -642,7 +642,7 @@ async def test_registration_does_not_wait_for_embeddings(monkeypatch):
         loads.append((model, path, cache_dir, threading.get_ident()))
         return embedder
 
-    monkeypatch.setattr(bridge.semantic, "load_embedder", load)
+    monkeypatch.setattr(bridge.search.semantic, "load_embedder", load)
     try:
         async with running_bridge(inline_max=10, search_model="stand-in", search_model_cache="/tmp/models") as b, \
                 page(b) as p, Client(b.mcp_url(), mode="legacy") as client:
@@ -673,7 +673,7 @@ async def test_a_model_that_cannot_load_is_logged_once_and_search_stays_lexical(
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("bridge.semantic")
+    logger = logging.getLogger("bridge.search.semantic")
     try:
         async with running_bridge(inline_max=10, search_model=MODEL, search_model_path="/nonexistent/model") as b:
             logger.addHandler(handler)  # once the server has configured logging (which empties it)
@@ -715,7 +715,7 @@ class HeldQueries(WordHashEmbedder):
 @contextlib.asynccontextmanager
 async def bridge_with(embedder: WordHashEmbedder, monkeypatch, *tools: dict):
     """A bridge whose model is `embedder`, a page with `tools` in search mode, all embedded."""
-    monkeypatch.setattr(bridge.semantic, "load_embedder", lambda model, **options: embedder)
+    monkeypatch.setattr(bridge.search.semantic, "load_embedder", lambda model, **options: embedder)
     async with running_bridge(inline_max=10, search_model="stand-in") as b, page(b, *tools) as p:
         await eventually(lambda: b.hub.semantic.embedder is not None)
         await asyncio.wait_for(b.hub.semantic.wait(), 10)
@@ -758,7 +758,7 @@ async def test_queries_waiting_for_the_model_are_embedded_together(monkeypatch):
             searches = [asyncio.create_task(agent.call_tool("tool_search", {"query": query}))
                         for agent, query in zip(agents, queries)]
             await eventually(lambda: embedder.calls)
-            worker = bridge.semantic.worker_for(embedder)
+            worker = bridge.search.semantic.worker_for(embedder)
             await eventually(lambda: worker.queries_waiting == len(queries) - len(embedder.calls[0]))
             embedder.release.set()
             found = await asyncio.wait_for(asyncio.gather(*searches), 10)
@@ -792,7 +792,7 @@ async def test_the_queries_of_one_model_call_go_on_each_in_a_loop_turn_of_its_ow
         searches = [asyncio.create_task(search(queries[0]))]
         await eventually(lambda: embedder.calls)  # the first query is in the model; the others wait
         searches += [asyncio.create_task(search(query)) for query in queries[1:]]
-        await eventually(lambda: bridge.semantic.worker_for(embedder).queries_waiting == len(queries) - 1)
+        await eventually(lambda: bridge.search.semantic.worker_for(embedder).queries_waiting == len(queries) - 1)
         count_turn()
         embedder.release.set()
         turns = await asyncio.wait_for(asyncio.gather(*searches), 10)
@@ -829,7 +829,7 @@ class HeldLongQueries(WordHashEmbedder):
 async def test_short_queries_are_answered_before_a_long_one_of_the_same_model_call_is_embedded():
     embedder = HeldLongQueries()
     long_query = "export the quarterly invoices of our customers as pdf files " * 4
-    worker = bridge.semantic.worker_for(embedder)
+    worker = bridge.search.semantic.worker_for(embedder)
     try:
         first = asyncio.create_task(embed_query(embedder, "rain"))
         await eventually(lambda: embedder.calls)  # in the model: the next two wait, to be taken together
@@ -849,7 +849,7 @@ async def test_short_queries_are_answered_before_a_long_one_of_the_same_model_ca
 _LOAD_AND_COUNT = """
 import asyncio, gc, sys
 import bridge.app  # what the bridge imports before serving
-from bridge.semantic import BackgroundEmbedding
+from bridge.search.semantic import BackgroundEmbedding
 if sys.argv[2] == "frozen":
     gc.collect()
     gc.freeze()  # as `serve` freezes what start-up built

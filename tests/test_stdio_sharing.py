@@ -3,7 +3,7 @@ serves its agent through that bridge, and takes the port over when that bridge s
 
 Real processes started by the MCP SDK's stdio client or as raw subprocesses (whose stdin a test closes),
 a real page (websockets + SSE) on the one port. Each test has its own runtime directory, where bridges
-keep the claims they prove themselves with (bridge.port_claim).
+keep the claims they prove themselves with (bridge._port_claim).
 """
 
 from __future__ import annotations

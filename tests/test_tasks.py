@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 
 from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
-from bridge.defaults import TaskLimits
-from bridge.tasks import TaskTable, TooManyTasks
+from bridge.core.defaults import TaskLimits
+from bridge.core.tasks import TaskTable, TooManyTasks
 from modern_agent import TASKS, Agent
 from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import eventually, page, running_bridge, tool

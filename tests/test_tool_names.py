@@ -17,7 +17,7 @@ from mcp import Client
 from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import Page, eventually, open_page, running_bridge, tool
 
-from bridge.catalog import ListingPolicy, Room, check_definition
+from bridge.core.catalog import ListingPolicy, Room, check_definition
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 SHOP_CONFIRM = tool("user_confirm", "Ask the shop's customer to confirm.", {"title": {"type": "string"}}, ["title"])

@@ -14,8 +14,8 @@ import math
 
 import pytest
 
-from bridge.search import IndexedTool, ToolIndex
-from bridge.tokenizer import MIN_STEM, compact, split_words, stem, terms
+from bridge.search.index import IndexedTool, ToolIndex
+from bridge.search.tokenizer import MIN_STEM, compact, split_words, stem, terms
 from search_support import WORLD_ENTRIES, first_matches_through_a_bridge, indexed
 
 

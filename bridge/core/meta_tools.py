@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from bridge.catalog import Room, Tool, from_page
-from bridge.defaults import DEFAULTS
-from bridge.results import error_result
+from bridge.core.catalog import Room, Tool, from_page
+from bridge.core.defaults import DEFAULTS
+from bridge.core.results import error_result
 
 SEARCH_LIMIT_MAX = 20
 QUERY_MAX_CHARS = 1000  # a search query: keywords, not documents; longer ones are refused, never echoed

@@ -26,14 +26,14 @@ from typing import Any, cast
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from bridge import messages
-from bridge.calls import CallTable, Outcome
-from bridge.catalog import Catalog, Room, Tool
-from bridge.hub import CATALOG_SLICE, HubObserver, LinkDown
-from bridge.messages import ProtocolError, ToolDefinition
-from bridge.pages import Pages
-from bridge.search import ToolIndex
-from bridge.sessions import OTHER_EVENTS_KEPT, PageEvent, PageSession
+from bridge.core import messages
+from bridge.core.calls import CallTable, Outcome
+from bridge.core.catalog import Catalog, Room, Tool
+from bridge.core.hub import CATALOG_SLICE, HubObserver, LinkDown
+from bridge.core.messages import ProtocolError, ToolDefinition
+from bridge.core.pages import Pages
+from bridge.search.index import ToolIndex
+from bridge.core.sessions import OTHER_EVENTS_KEPT, PageEvent, PageSession
 
 log = logging.getLogger("bridge.redis")
 
@@ -214,7 +214,7 @@ class ToolMirror:
 
 
 class RedisLink(HubObserver):
-    """The hub's link to the other processes (see `bridge.hub.HubLink`); as one of the hub's
+    """The hub's link to the other processes (see `bridge.core.hub.HubLink`); as one of the hub's
     observers it tells them of this process's pages and tools.
 
     The hub is built with this link; the composer then gives the link the hub's parts it

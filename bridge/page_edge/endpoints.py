@@ -21,11 +21,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from bridge.access import FailedAttempts, PageOrigins, client_address
 from bridge.config import Settings
-from bridge.hub import Hub
-from bridge.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
-from bridge.sessions import PageEvent, PageSession
+from bridge.core.hub import Hub
+from bridge.core.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
+from bridge.core.sessions import PageEvent, PageSession
 
-log = logging.getLogger("bridge.pages")
+log = logging.getLogger("bridge.core.pages")
 
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 CLOSE_NORMAL = 1000  # the page called disconnect(): it leaves now, no grace

@@ -1,4 +1,4 @@
-"""Words and terms of tool text and queries, as the search index (bridge.search) sees them.
+"""Words and terms of tool text and queries, as the search index (bridge.search.index) sees them.
 
 `split_words` cuts text into lower-case words (on separators, camelCase and acronyms),
 `stem` folds plural and verb endings, `terms` gives the BM25 terms of a text (each word's
@@ -18,7 +18,7 @@ points dropped ("café" meets "cafe"), Traditional Chinese characters written Si
 the vowel signs of Indic scripts stay in their words ("हिन्दी" is one word).
 
 `script_of` and `mostly_in` say which scripts text is written in: a sentence-embedding model
-reads only those of the languages it was trained on (bridge.semantic.covered_scripts).
+reads only those of the languages it was trained on (bridge.search.semantic.covered_scripts).
 """
 
 from __future__ import annotations

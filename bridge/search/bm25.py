@@ -1,7 +1,7 @@
 """Okapi BM25 over a corpus that changes in place (`LiveBM25`), with a squared idf.
 
 rank_bm25's BM25Okapi formula, updated by put() and clear() rather than rebuilt;
-tests/test_search_index.py checks its scores against BM25Okapi's own. bridge.search ranks
+tests/test_search_index.py checks its scores against BM25Okapi's own. bridge.search.index ranks
 tools with it.
 """
 

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.messages import PageInfo
+from bridge.core.messages import PageInfo
 
 OTHER_EVENTS_KEPT = 1000
 

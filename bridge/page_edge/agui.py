@@ -36,12 +36,12 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, room_name_problem, tokens_match
-from bridge.agui_input import Limit, Unreadable, read_run_input
+from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
 from bridge.config import Settings
-from bridge.hub import Hub
-from bridge.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
+from bridge.core.hub import Hub
+from bridge.core.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
                              validation_summary)
-from bridge.sessions import PageEvent, PageSession
+from bridge.core.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge.agui")
 

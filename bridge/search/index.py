@@ -1,17 +1,17 @@
 """Tool search for one room: the ranking of a query's hits (`ToolIndex`, `SearchHit`).
 
-Words first: Okapi BM25 (bridge.bm25, updated in place as tools come and go) over what pages
-say about their tools (bridge.tool_text), then the best word matches reordered by the letter
+Words first: Okapi BM25 (bridge.search.bm25, updated in place as tools come and go) over what pages
+say about their tools (bridge.search.tool_text), then the best word matches reordered by the letter
 trigrams of their stems (see RERANK_DEPTH), cut where the scores fall steeply (AutoCut),
 near-duplicates after the rest, and exact names first. A query word no tool has is also looked
 for as a compound's last part (see FIRST_PART); a query no word matches falls back to the tools
 whose names contain its words.
 
-With an embedder (ToolIndex(embedder=...), bridge.semantic; the `semantic` extra) and a query
+With an embedder (ToolIndex(embedder=...), bridge.search.semantic; the `semantic` extra) and a query
 vector given to search(), the lexical candidates are fused with the tools nearest the query
 ("hybrid" tier, see FUSION_WEIGHT). Nothing here runs the model: tools are embedded off the
-event loop (embedding_job / store_embeddings, bridge.vectors) and searchable lexically until
-then, and the caller embeds the query off the loop too (bridge.semantic.embed_query).
+event loop (embedding_job / store_embeddings, bridge.search.vectors) and searchable lexically until
+then, and the caller embeds the query off the loop too (bridge.search.semantic.embed_query).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from itertools import chain
 
 import numpy as np
 
-from bridge.bm25 import B, K1, LiveBM25
-from bridge.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
-from bridge.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
+from bridge.search.bm25 import B, K1, LiveBM25
+from bridge.search.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
+from bridge.search.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
                               letters_and_digits, mostly_in, query_terms, query_words, stem, terms, tokenize, words)
-from bridge.tool_text import IndexedTool, body, embedding_texts, word_counts
-from bridge.vectors import ToolVectors
+from bridge.search.tool_text import IndexedTool, body, embedding_texts, word_counts
+from bridge.search.vectors import ToolVectors
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
 
@@ -64,7 +64,7 @@ _TRIGRAM_BAGS_KEPT = 2048
 # Jaccard: sum of the smaller count of each term / sum of the larger) and that scores at
 # least DUPLICATE_SCORE_RATIO of it goes after every hit that is not such a copy. Only
 # reorders the hits; a different tool is never added. Name words weigh most
-# (bridge.tool_text.NAME_WEIGHT), so two tools that say the same of different things
+# (bridge.search.tool_text.NAME_WEIGHT), so two tools that say the same of different things
 # ("information about house renting" / "... purchasing") stay below the threshold, while a
 # copy is at 1 and a second version adding a few words to its description well above it.
 NEAR_DUPLICATE = 0.8
@@ -105,12 +105,12 @@ class ToolIndex:
     """Search over the tools of one room. Not thread-safe: use it from one event loop."""
 
     def __init__(self, tools: Iterable[IndexedTool] = (), embedder: Embedder | None = None) -> None:
-        """`embedder` (see bridge.semantic): with one, tools are also found by meaning once
-        embedded (embedding_job / store_embeddings, or bridge.semantic.embed_pending);
+        """`embedder` (see bridge.search.semantic): with one, tools are also found by meaning once
+        embedded (embedding_job / store_embeddings, or bridge.search.semantic.embed_pending);
         without, search is lexical only (until use_embedder).
 
         What lives as long as the tools is kept where the garbage collector does not look,
-        so that a full collection does not walk the index (see bridge.bm25): what a slot holds
+        so that a full collection does not walk the index (see bridge.search.bm25): what a slot holds
         in dicts by slot, of strings and tuples of strings, a name's slots as a tuple, sets of
         stems as dicts to None. A list is walked item by item at every full collection, as is
         a dict or tuple holding a dict; a dict or tuple holding only strings, numbers and
@@ -306,7 +306,7 @@ class ToolIndex:
     def query_embedder(self, query: str) -> Embedder | None:
         """The model whose vector of `query` search() would fuse in; None when it would search
         by words only: no embedder, no tool embedded yet, a blank query, or a query mostly in
-        scripts the model was not trained on (bridge.semantic.covered_scripts), whose vector
+        scripts the model was not trained on (bridge.search.semantic.covered_scripts), whose vector
         would be noise that moves the words' hits down."""
         vectors = self._vectors
         if vectors is None or not vectors.count or not query.strip():
@@ -318,7 +318,7 @@ class ToolIndex:
         """FUSION_WEIGHT x lexical score / best lexical score + (1 - FUSION_WEIGHT) x the
         similarity (see NAME_SHARE) rescaled to 0..1 between the model's floor and the best, over the lexical
         candidates and the `depth` most similar embedded tools. The floor is the cosine the model gives
-        unrelated texts (bridge.semantic.similarity_floor; SIMILARITY_FLOOR unless it says otherwise).
+        unrelated texts (bridge.search.semantic.similarity_floor; SIMILARITY_FLOOR unless it says otherwise).
         A lexical candidate not yet embedded counts its lexical share twice (as if meaning agreed with words)."""
         semantic = self._vectors
         assert semantic is not None
@@ -347,7 +347,7 @@ class ToolIndex:
             slots = slots[np.argpartition(-similarity[slots], depth - 1)[:depth]]
         return slots[np.lexsort((slots, -similarity[slots]))]
 
-    # --- the semantic tier's embedding step (see bridge.semantic for the hub's side) -----------
+    # --- the semantic tier's embedding step (see bridge.search.semantic for the hub's side) -----------
 
     def embedding_job(self, limit: int = 256) -> EmbeddingJob | None:
         """Up to `limit` texts of tools not embedded yet and not in another job, to embed off
@@ -370,7 +370,7 @@ class ToolIndex:
 
     @staticmethod
     def _query_terms(query: str) -> list[str]:
-        """The query's terms, less the words of asking (bridge.tokenizer.QUERY_STOP_WORDS)."""
+        """The query's terms, less the words of asking (bridge.search.tokenizer.QUERY_STOP_WORDS)."""
         return query_terms(query)
 
     def _last_parts(self, query: str) -> list[str]:
@@ -496,7 +496,7 @@ class ToolIndex:
                 if count > 1:
                     for trigram in letter_trigrams(term):
                         counted[trigram] += count - 1
-            bag = dict(counted.items())  # untracked, as bridge.bm25 keeps its documents' counts
+            bag = dict(counted.items())  # untracked, as bridge.search.bm25 keeps its documents' counts
             if len(bags) >= _TRIGRAM_BAGS_KEPT:
                 del bags[next(iter(bags))]  # the least recently used: dicts keep insertion order
         bags[slot] = bag  # (re)inserted last: the most recently used

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from bridge.defaults import TASK_LIMITS, TaskLimits
+from bridge.core.defaults import TASK_LIMITS, TaskLimits
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 INTERNAL_ERROR = -32603  # JSON-RPC's: what a task whose outcome cannot be kept fails with

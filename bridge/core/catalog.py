@@ -28,14 +28,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bridge import schemas
-from bridge.defaults import DEFAULTS
-from bridge.messages import ToolDefinition, validation_summary
-from bridge.schemas import SchemaLimits
-from bridge.search import IndexedTool, SearchHit, ToolIndex
-from bridge.semantic import Embedder, EmbeddingBusy, embed_query
+from bridge.schemas import page_schemas as schemas
+from bridge.core.defaults import DEFAULTS
+from bridge.core.messages import ToolDefinition, validation_summary
+from bridge.schemas.page_schemas import SchemaLimits
+from bridge.search.index import IndexedTool, SearchHit, ToolIndex
+from bridge.search.semantic import Embedder, EmbeddingBusy, embed_query
 
-log = logging.getLogger("bridge.semantic")
+log = logging.getLogger("bridge.search.semantic")
 
 MCP_NAME_MAX = 64
 TAG_CHARS = 6  # of a page's session id, in the names given to its tools when their own is taken
@@ -358,7 +358,7 @@ class Room:
 
     @property
     def index(self) -> ToolIndex:
-        """The room's search index (for the hub's embedding step, bridge.semantic.embed_pending, and
+        """The room's search index (for the hub's embedding step, bridge.search.semantic.embed_pending, and
         `sweep_later`)."""
         return self._index
 
@@ -679,7 +679,7 @@ class Room:
     async def search(self, query: str, limit: int) -> list[tuple[Tool, SearchHit]]:
         """The best tools for `query`, best first, each with its hit (its score, and its tier:
         "lexical", by words, or "hybrid", by words and meaning). With the semantic tier the
-        query is embedded off the event loop first (bridge.semantic.embed_query); when the
+        query is embedded off the event loop first (bridge.search.semantic.embed_query); when the
         model fails or is busy, the search is by words."""
         vector = None
         embedder = self._index.query_embedder(query)

@@ -31,7 +31,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from bridge.used_states import UsedStates
+from bridge.core.used_states import UsedStates
 
 INPUT_ROUNDS_MAX = 8  # input requests one call may make before the bridge gives up on the page
 _LEVELS: Final = get_args(types.LoggingLevel)

@@ -6,7 +6,7 @@ JSON Schema 2020-12, has a `pattern` that cannot be matched in linear time, has 
 in one `patternProperties` than the limit, unfolds into more subschemas than the limit once
 its `$ref`s are followed (combinators nested through references multiply the work of every
 check), or cannot check even `{}` within the work budget (it refers to itself without end).
-Values are checked with `bridge.validation`: patterns matched with RE2, and a work budget for
+Values are checked with `bridge.schemas.validation`: patterns matched with RE2, and a work budget for
 each value, so no argument or result, however crafted, can stall the event loop.
 """
 
@@ -25,9 +25,9 @@ from urllib.parse import unquote
 import re2
 from referencing.exceptions import Unresolvable
 
-from bridge import validation
-from bridge.defaults import DEFAULTS
-from bridge.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
+from bridge.schemas import validation
+from bridge.core.defaults import DEFAULTS
+from bridge.schemas.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
 
 __all__ = ["VALIDATION_STEPS", "SchemaCheck", "SchemaLimits", "Validator", "errors", "nesting", "quick_check",
            "schema_problem"]

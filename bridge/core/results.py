@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from bridge.calls import Outcome
+from bridge.core.calls import Outcome
 
 # MCP reserves a `_meta` prefix whose second label is `modelcontextprotocol` or `mcp` (2025-11-25 on:
 # io.modelcontextprotocol/, dev.mcp/), and before that one with either as any label but the last (mcp.dev/).

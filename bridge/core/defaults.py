@@ -54,7 +54,7 @@ DEFAULTS = HubConfig()
 
 @dataclass(frozen=True)
 class TaskLimits:
-    """What the tasks of one bridge process may hold (`bridge.tasks.TaskTable`). An agent is the
+    """What the tasks of one bridge process may hold (`bridge.core.tasks.TaskTable`). An agent is the
     credential it presents; bytes are those of the kept results and input requests, as JSON."""
 
     total: int = 10_000

@@ -1,5 +1,5 @@
 """The HTTP client a stdio process relays its agent with: each connection it opens first has the server
-prove it is a bridge started by this user (bridge.port_claim), and only then carries a request, the agent
+prove it is a bridge started by this user (bridge._port_claim), and only then carries a request, the agent
 token included. The port's holder can change under a relay (it stops, and whatever takes the port answers
 the next connection): proving each connection, not the first only, keeps the token and the calls from
 ever reaching a server that merely took the port. A client is bound to one `Holder`: a bridge that took
@@ -18,7 +18,7 @@ import httpx2
 import mcp_types as types
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-from bridge import port_claim
+from bridge import _port_claim as port_claim
 
 MAX_PROOF_BYTES = 16 * 1024  # a bridge's answer is ~150 bytes
 HOLDER_CHECK_SECONDS = 1.0

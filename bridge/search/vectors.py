@@ -1,9 +1,9 @@
 """The semantic tier's vector store: one vector per tool of a ToolIndex, by slot.
 
-A tool is embedded as two texts (bridge.tool_text.embedding_texts), cached by the hash of
+A tool is embedded as two texts (bridge.search.tool_text.embedding_texts), cached by the hash of
 each text (with the model's name), so a tool registered again (a reload, another tab) costs
 no model call. `job()` hands out the texts still to embed, `store()` takes their vectors
-back; both run on the index's loop, the model off it (bridge.semantic). A store made for tools
+back; both run on the index's loop, the model off it (bridge.search.semantic). A store made for tools
 already indexed (an index given its embedder late) reads their texts only as jobs take them.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
-from bridge.semantic import Embedder, EmbeddingJob, text_hash
+from bridge.search.semantic import Embedder, EmbeddingJob, text_hash
 
 __all__ = ["NAME_SHARE", "ToolVectors"]
 
@@ -28,7 +28,7 @@ _VECTORS_KEPT = 50_000  # cached embeddings by text hash (~1.5 KB each at 384 di
 class ToolVectors:
     """A ToolIndex's vectors by slot, the texts still to embed, and the cache by text hash.
     A slot's vector is its texts' vectors weighted (NAME_SHARE), set once all have one.
-    Used from the index's loop only; the model runs elsewhere (see bridge.semantic)."""
+    Used from the index's loop only; the model runs elsewhere (see bridge.search.semantic)."""
 
     def __init__(self, embedder: Embedder, unread: Iterable[int] = (),
                  read: Callable[[int], tuple[str, str]] | None = None) -> None:

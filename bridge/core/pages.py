@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from types import MappingProxyType
 from typing import Any
 
-from bridge.messages import PageInfo
-from bridge.sessions import PageSession
+from bridge.core.messages import PageInfo
+from bridge.core.sessions import PageSession
 
 log = logging.getLogger("bridge")
 

@@ -21,19 +21,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-from bridge import messages
-from bridge.calls import Call, CallClock, CallTable, NoteSink, Outcome
-from bridge.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
+from bridge.core import messages
+from bridge.core.calls import Call, CallClock, CallTable, NoteSink, Outcome
+from bridge.core.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
                             check_definition, estimate_tokens)
-from bridge.defaults import HubConfig
-from bridge.definition_checks import Checks
-from bridge.messages import (Hello, PageActive, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest,
+from bridge.core.defaults import HubConfig
+from bridge.schemas.definition_checks import Checks
+from bridge.core.messages import (Hello, PageActive, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest,
                             ToolLog, ToolProgress, ToolReturn, UnregisterTools)
-from bridge.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
-from bridge.pages import Pages, TooManyRooms
-from bridge.schemas import SchemaLimits, nesting
-from bridge.semantic import BackgroundEmbedding, Embedder
-from bridge.sessions import PageEvent, PageSession
+from bridge.core.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
+from bridge.core.pages import Pages, TooManyRooms
+from bridge.schemas.page_schemas import SchemaLimits, nesting
+from bridge.search.semantic import BackgroundEmbedding, Embedder
+from bridge.core.sessions import PageEvent, PageSession
 
 log = logging.getLogger("bridge")
 
@@ -52,7 +52,7 @@ ROOMS_NAMED = 3  # rooms with pages an agent of a room without is told of, at mo
 
 class HubLink(Protocol):
     """Where the hub's pages and calls live: in this process (`LocalLink`), or shared with other
-    processes (`bridge.redis_link`), through which events and answers reach whichever process
+    processes (`bridge.shared_mode._link`), through which events and answers reach whichever process
     holds the other end. What other processes must learn of this one's pages and tools, a shared
     link hears as a `HubObserver`."""
 
@@ -672,7 +672,7 @@ def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -
 async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
                              ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
     """Each definition checked (in a checking thread, in short turns fair to other pages'
-    registrations; see bridge.definition_checks)."""
+    registrations; see bridge.schemas.definition_checks)."""
     def check(raw: Any) -> ToolDefinition | tuple[Any, str]:
         try:
             return check_definition(raw, limits)

@@ -1,8 +1,8 @@
 """What tool search reads of a tool: its words, as BM25 counts them, and its texts, as a model embeds them.
 
-`word_counts(heading_words, body(tool))` is the bag of terms the lexical index (bridge.bm25)
-scores a tool by; `embedding_texts` the two texts the semantic tier (bridge.vectors) embeds.
-Words and terms come from bridge.tokenizer.
+`word_counts(heading_words, body(tool))` is the bag of terms the lexical index (bridge.search.bm25)
+scores a tool by; `embedding_texts` the two texts the semantic tier (bridge.search.vectors) embeds.
+Words and terms come from bridge.search.tokenizer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from bridge.tokenizer import piece_terms, word_terms, words
+from bridge.search.tokenizer import piece_terms, word_terms, words
 
 __all__ = ["IndexedTool", "NAME_WEIGHT", "body", "embedding_texts", "is_mapping", "schema_texts", "word_counts"]
 
@@ -96,7 +96,7 @@ def word_counts(heading_words: list[str], body: str) -> Counter[str]:
 
 
 def embedding_texts(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
-    """What the model reads of a tool, as two texts (see bridge.vectors.NAME_SHARE): its name as
+    """What the model reads of a tool, as two texts (see bridge.search.vectors.NAME_SHARE): its name as
     words and its title; and its description, app and the names of its parameters (the name
     again when it has none of these)."""
     name = ". ".join(part.strip() for part in (" ".join(name_words), tool.title or "") if part.strip())

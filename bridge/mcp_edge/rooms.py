@@ -47,21 +47,21 @@ from starlette.types import Receive, Scope, Send
 
 from bridge import __version__
 from bridge.access import missing_agent_token, room_name_problem
-from bridge.agent_sessions import AgentSessions
-from bridge.answer_streams import AnswerStream
-from bridge.calls import CallClock, MonotonicProgress, Outcome
-from bridge.catalog import Listing, Room, Tool
+from bridge.mcp_edge._agent_sessions import AgentSessions
+from bridge.mcp_edge._answer_streams import AnswerStream
+from bridge.core.calls import CallClock, MonotonicProgress, Outcome
+from bridge.core.catalog import Listing, Room, Tool
 from bridge.config import Settings
-from bridge.hub import Hub, TooManyRooms
-from bridge.messages import validation_summary
-from bridge.mcp_input import (INPUT_ROUNDS_MAX, LogLevels, answers_in, ask_client, client_capabilities,
+from bridge.core.hub import Hub, TooManyRooms
+from bridge.core.messages import validation_summary
+from bridge.mcp_edge._input import (INPUT_ROUNDS_MAX, LogLevels, answers_in, ask_client, client_capabilities,
                               input_required, modern, send_log, spend)
-from bridge.mcp_tasks import InputNeeded, PageTasks, SharedTasks, missing_capability, owner_of
-from bridge.tasks import TaskTable
-from bridge.meta_tools import Invoke, UnknownTool
-from bridge.plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
-from bridge.results import error_result, shaped_here, to_call_tool_result
-from bridge.used_states import SharedMarks, UsedStates
+from bridge.mcp_edge._tasks import InputNeeded, PageTasks, SharedTasks, missing_capability, owner_of
+from bridge.core.tasks import TaskTable
+from bridge.core.meta_tools import Invoke, UnknownTool
+from bridge.mcp_edge._plain_calls import PeekedRequest, answer_watching_disconnect, is_plain_call, may_ask_for_plain_call
+from bridge.core.results import error_result, shaped_here, to_call_tool_result
+from bridge.core.used_states import SharedMarks, UsedStates
 
 log = logging.getLogger("bridge.mcp")
 _tracer = trace.get_tracer("agui-mcp-bridge")
@@ -244,7 +244,7 @@ class RoomServer:
                                           lambda answers: self._task_step(tool, arguments, asked | answers))
             if task is not None:  # else no task can be kept now, and the tool may run without one
                 return task
-        # A task's call outlives its request; any other ends with it (see bridge.answer_streams).
+        # A task's call outlives its request; any other ends with it (see bridge.mcp_edge._answer_streams).
         with AnswerStream.of(ctx.request).within():
             return await self._call_in_rounds(ctx, tool, arguments, asked)
         return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one

