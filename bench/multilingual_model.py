@@ -42,7 +42,8 @@ from search_quality import (REPO_ROOT, Dataset, PrecomputedQueries, Search, _wit
 
 from bridge.search.model_pair import ModelPair  # noqa: E402
 from bridge.search.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
-from bridge.search.semantic import DEFAULT_MODEL, MODEL_THREADS, Embedder, load_embedder  # noqa: E402
+from bridge.search.models import DEFAULT_MODEL, load_embedder  # noqa: E402
+from bridge.search.semantic import MODEL_THREADS, Embedder  # noqa: E402
 
 GROUPS = ["zh", "ja", "ko", "th", "mixed", "en", "non-en", "all"]
 MINILM = "all-MiniLM-L6-v2 int8"

@@ -282,7 +282,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.model or args.model_path:
-        from bridge.search.semantic import DEFAULT_MODEL, load_embedder
+        from bridge.search.models import DEFAULT_MODEL, load_embedder
 
         embedder = load_embedder(args.model or DEFAULT_MODEL, path=args.model_path, threads=2)
         print(f"{'tools':>6}  {'hybrid tier (' + embedder.name + ')':<52} {'':>24}")

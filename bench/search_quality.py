@@ -56,9 +56,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import bridge.search.index as search_module  # noqa: E402
 import bridge.search.tokenizer as tokenizer_module  # noqa: E402
-import bridge.search.vectors as vectors_module  # noqa: E402
+import bridge.search._vectors as vectors_module  # noqa: E402
 from bridge.search.index import IndexedTool, ToolIndex  # noqa: E402
-from bridge.search.tool_text import body  # noqa: E402
+from bridge.search._tool_text import body  # noqa: E402
 from bridge.search.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
@@ -789,7 +789,7 @@ def main() -> None:
     datasets = [data.half(args.split, args.limit) for data in datasets]
     model = None
     if datasets and not args.no_model:
-        from bridge.search.semantic import DEFAULT_MODEL, load_embedder
+        from bridge.search.models import DEFAULT_MODEL, load_embedder
 
         # The default model, alone or first of a pair, from the semantic-test extra unless a folder is given.
         first = (args.model or DEFAULT_MODEL).partition("+")[0]

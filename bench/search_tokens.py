@@ -7,7 +7,7 @@ estimates its listing): the full-schema matches of search v1 against the compact
 The catalog is the demo's generated business tools (web_client/demo-tools.js, read with Node:
 CRM, billing, support, HR, ... with realistic parameter schemas). Measured with the bridge's own
 code: a Room holding the tools, the index answering the queries below, `bridge.core.meta_tools.match`
-for v2; v1's entry and text line are rebuilt here as the bridge wrote them before (bridge/meta_tools.py
+for v2; v1's entry and text line are rebuilt here as the bridge wrote them before (bridge/core/meta_tools.py
 at commit 207d4f7).
 
 Two views: every tool of the catalog as one search result (its structured entry, and its line of

@@ -5,7 +5,7 @@ Three tables, all in this one process:
 1. Checking arguments of a few typical tool schemas: the quick predicate (`SchemaCheck`'s
    first step, which ordinary calls take), jsonschema as the bridge used it before the
    budget (Draft 2020-12 with RE2 patterns: the baseline), and the bounded validator
-   (`bridge.schemas.validation`) on the same schema and value; the ratio is bounded / baseline.
+   (`bridge.schemas._validation`) on the same schema and value; the ratio is bounded / baseline.
 2. Each attack of the security review: how long the bridge takes to refuse it, and how long
    the baseline takes on it (run in a child process, given up after `--give-up` seconds).
 3. Registration: a schema checked against the 2020-12 meta-schema by jsonschema's
@@ -34,7 +34,7 @@ from jsonschema import ValidationError  # noqa: E402
 
 from bridge import schemas, validation  # noqa: E402
 from bridge.schemas.page_schemas import SchemaCheck, quick_check  # noqa: E402
-from bridge.schemas.validation import VALIDATION_STEPS, Budget, OverBudget  # noqa: E402
+from bridge.schemas._validation import VALIDATION_STEPS, Budget, OverBudget  # noqa: E402
 
 COUNTED_STEPS = 10_000_000
 

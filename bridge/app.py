@@ -33,12 +33,11 @@ from starlette.websockets import WebSocket
 
 from bridge import __version__, client_config
 from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
-from bridge.page_edge.agui import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
 from bridge.core.hub import Hub
-from bridge.mcp_edge.rooms import McpRooms
+from bridge.mcp_edge import McpRooms
 from bridge.metrics import BridgeMetrics
-from bridge.page_edge.endpoints import PageEndpoints
+from bridge.page_edge import AguiEndpoint, PageEndpoints
 from bridge._port_claim import NONCE, ClaimUnusable, PortClaim
 
 
@@ -65,9 +64,7 @@ def _from_a_browser(scope: Scope) -> bool:
 def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
     """Shared mode's link, task store and marks of used input states; the 'redis' extra is imported only then."""
     try:
-        from bridge.shared_mode._link import RedisLink
-        from bridge.shared_mode._states import RedisMarks
-        from bridge.shared_mode._tasks import RedisTasks
+        from bridge.shared_mode import RedisLink, RedisMarks, RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:

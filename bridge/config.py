@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bridge.core.catalog import ROOM_NAME, ROOM_NAME_RULE
+from bridge.core.room_names import ROOM_NAME, ROOM_NAME_RULE
 from bridge.core.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
 
 ENV_PREFIX = "AGUI_BRIDGE_"

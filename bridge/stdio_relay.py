@@ -28,7 +28,7 @@ from mcp.shared.message import ClientMessageMetadata, SessionMessage
 
 from bridge._proven_client import Holder, not_proven, proven_client
 
-log = logging.getLogger("bridge.stdio")
+log = logging.getLogger(__name__)
 
 Upstream = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from bridge.search.index import IndexedTool
-from bridge.search.semantic import load_embedder
+from bridge.search.models import load_embedder
 from support import page, running_bridge, tool
 
 META = ["tool_search", "tool_describe", "call_tool"]

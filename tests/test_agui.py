@@ -1,4 +1,4 @@
-"""AG-UI apps' frontend tools as MCP tools (bridge/agui_endpoint.py, docs/agui.md).
+"""AG-UI apps' frontend tools as MCP tools (bridge/page_edge/agui.py, docs/agui.md).
 
 Two kinds of test:
 - an AG-UI app made of the real @ag-ui/client `HttpAgent` and web_client/agui-app.js, in Node

@@ -1,4 +1,4 @@
-"""Large AG-UI runs (bridge/agui_input.py): bounded, refused with the limit and its setting named, and read
+"""Large AG-UI runs (bridge/page_edge/_agui_input.py): bounded, refused with the limit and its setting named, and read
 without holding up the bridge's other clients.
 
 Through a real bridge on 127.0.0.1: runs posted with httpx, or on a plain socket where the test must

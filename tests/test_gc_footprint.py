@@ -15,7 +15,7 @@ import struct
 from bridge.core.calls import CallTable, Outcome
 from bridge.core.catalog import ListingPolicy, Room, check_definition
 from bridge.search.index import ToolIndex
-from bridge.search.tool_text import IndexedTool
+from bridge.search._tool_text import IndexedTool
 from support import eventually, page, running_bridge, tool
 
 

@@ -7,7 +7,7 @@ import asyncio
 from bridge.core.catalog import check_definition
 from bridge.config import Settings
 from bridge.core.hub import Hub
-from bridge.mcp_edge.rooms import NOTIFY_DELAY, RoomServer
+from bridge.mcp_edge.room_server import NOTIFY_DELAY, RoomServer
 
 
 class SlowSession:

@@ -20,7 +20,8 @@ from mcp import Client
 
 from bridge.search.model_pair import ModelPair
 from bridge.search.index import ToolIndex
-from bridge.search.semantic import SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
+from bridge.search.models import load_embedder
+from bridge.search.semantic import SemanticSearchUnavailable, embed_pending, embed_query
 from search_support import MULTILINGUAL_ENTRIES, indexed, many_tools, match_names, search
 from support import page, running_bridge
 from support import tool as page_tool

@@ -13,7 +13,7 @@ import pytest
 
 from rank_bm25 import BM25Okapi
 
-from bridge.search.bm25 import B, K1, LiveBM25, squared_idf
+from bridge.search._bm25 import B, K1, LiveBM25, squared_idf
 from bridge.search.index import RERANK_DEPTH, IndexedTool, SearchHit, ToolIndex
 from bridge.search.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 

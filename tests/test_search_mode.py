@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from bridge.core.catalog import INPUT_EXAMPLES_META
-from bridge.mcp_edge.rooms import NOTIFY_DELAY
+from bridge.mcp_edge.room_server import NOTIFY_DELAY
 from search_support import DOMAINS, META, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge, tool
 

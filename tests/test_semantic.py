@@ -26,11 +26,14 @@ import numpy as np
 import pytest
 from mcp import Client
 
+import bridge.search.background
+import bridge.search.models
 import bridge.search.semantic
 from bridge.core.catalog import ListingPolicy, Room, check_definition
 from bridge.config import Settings
 from bridge.search.index import IndexedTool, SearchHit, ToolIndex
-from bridge.search.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query, load_embedder
+from bridge.search.models import load_embedder
+from bridge.search.semantic import EmbeddingJob, SemanticSearchUnavailable, embed_pending, embed_query
 from bridge.search.tokenizer import mostly_in, words
 from search_support import MULTILINGUAL_ENTRIES, indexed, listed, many_tools, match_names, search
 from support import eventually, page, running_bridge
@@ -520,22 +523,22 @@ def test_the_real_model_embeds_names_and_descriptions_in_calls_of_their_own(mini
                     "Book a plane ticket between two airports for one or more passengers, with seats and bags"]
     texts = [text for pair in zip(names, descriptions) for text in pair]  # as a job holds them: tool by tool
     recording = RecordingCalls(minilm._model)
-    vectors = bridge.search.semantic.FastEmbedEmbedder(recording, minilm.name).embed_documents(texts)
+    vectors = bridge.search.models.FastEmbedEmbedder(recording, minilm.name).embed_documents(texts)
     assert sorted(map(sorted, recording.calls)) == [sorted(descriptions), sorted(names)]
     alone = np.stack([minilm.embed_documents([text])[0] for text in texts])
     assert np.allclose(vectors, alone, atol=1e-5)
 
 
 def test_queries_of_near_lengths_share_a_model_call_and_a_long_one_has_its_own() -> None:
-    assert bridge.search.semantic.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
-    assert bridge.search.semantic.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
-    assert bridge.search.semantic.length_groups([]) == [] and bridge.search.semantic.length_groups([40]) == [[0]]
+    assert bridge.search.models.length_groups([11, 12, 11, 10, 11, 13, 11, 11]) == [[3, 0, 2, 4, 6, 7, 1, 5]]
+    assert bridge.search.models.length_groups([11, 12, 128, 10, 11]) == [[3, 0, 4, 1], [2]]
+    assert bridge.search.models.length_groups([]) == [] and bridge.search.models.length_groups([40]) == [[0]]
     lengths = [(at * 37) % 128 + 3 for at in range(64)]
-    groups = bridge.search.semantic.length_groups(lengths)
+    groups = bridge.search.models.length_groups(lengths)
     assert sorted(at for group in groups for at in group) == list(range(64))
     # No more work (each call: CALL_TOKENS, plus its size times its longest) than one call, or a call a query.
-    work = sum(bridge.search.semantic.CALL_TOKENS + len(group) * max(lengths[at] for at in group) for group in groups)
-    assert work <= min(bridge.search.semantic.CALL_TOKENS + 64 * max(lengths), sum(bridge.search.semantic.CALL_TOKENS + length
+    work = sum(bridge.search.models.CALL_TOKENS + len(group) * max(lengths[at] for at in group) for group in groups)
+    assert work <= min(bridge.search.models.CALL_TOKENS + 64 * max(lengths), sum(bridge.search.models.CALL_TOKENS + length
                                                                              for length in lengths))
     assert len(groups) > 1
 
@@ -642,7 +645,7 @@ async def test_registration_does_not_wait_for_embeddings(monkeypatch):
         loads.append((model, path, cache_dir, threading.get_ident()))
         return embedder
 
-    monkeypatch.setattr(bridge.search.semantic, "load_embedder", load)
+    monkeypatch.setattr(bridge.search.background, "load_embedder", load)
     try:
         async with running_bridge(inline_max=10, search_model="stand-in", search_model_cache="/tmp/models") as b, \
                 page(b) as p, Client(b.mcp_url(), mode="legacy") as client:
@@ -673,7 +676,7 @@ async def test_a_model_that_cannot_load_is_logged_once_and_search_stays_lexical(
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("bridge.search.semantic")
+    logger = logging.getLogger("bridge.search.background")
     try:
         async with running_bridge(inline_max=10, search_model=MODEL, search_model_path="/nonexistent/model") as b:
             logger.addHandler(handler)  # once the server has configured logging (which empties it)
@@ -715,7 +718,7 @@ class HeldQueries(WordHashEmbedder):
 @contextlib.asynccontextmanager
 async def bridge_with(embedder: WordHashEmbedder, monkeypatch, *tools: dict):
     """A bridge whose model is `embedder`, a page with `tools` in search mode, all embedded."""
-    monkeypatch.setattr(bridge.search.semantic, "load_embedder", lambda model, **options: embedder)
+    monkeypatch.setattr(bridge.search.background, "load_embedder", lambda model, **options: embedder)
     async with running_bridge(inline_max=10, search_model="stand-in") as b, page(b, *tools) as p:
         await eventually(lambda: b.hub.semantic.embedder is not None)
         await asyncio.wait_for(b.hub.semantic.wait(), 10)
@@ -849,7 +852,7 @@ async def test_short_queries_are_answered_before_a_long_one_of_the_same_model_ca
 _LOAD_AND_COUNT = """
 import asyncio, gc, sys
 import bridge.app  # what the bridge imports before serving
-from bridge.search.semantic import BackgroundEmbedding
+from bridge.search.background import BackgroundEmbedding
 if sys.argv[2] == "frozen":
     gc.collect()
     gc.freeze()  # as `serve` freezes what start-up built

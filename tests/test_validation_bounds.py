@@ -2,7 +2,7 @@
 schema has a work budget, schemas that blow up are refused when they register, and definitions
 are checked off the loop in fair turns.
 
-First the core (bridge.schemas.validation, bridge.schemas.page_schemas, no server); then each attack of the security
+First the core (bridge.schemas._validation, bridge.schemas.page_schemas, no server); then each attack of the security
 review through a real uvicorn bridge, real websockets pages and the real MCP SDK client, with a
 probe task on the bridge's event loop (tests and bridge share one loop) measuring how long the
 loop was held, and another room's call or registration timed while the attack runs. The bound
@@ -28,13 +28,13 @@ from mcp import Client
 
 from bridge.schemas import definition_checks
 from bridge.schemas import page_schemas as schemas
-from bridge.schemas import validation
+from bridge.schemas import _validation as validation
 from bridge.core.catalog import check_definition
 from bridge.schemas.definition_checks import IDLE_THREADS, MOST_THREADS, Checks
 from bridge.core.messages import ProtocolError, parse_page_message
 from bridge.core.meta_tools import QUERY_MAX_CHARS
 from bridge.schemas.page_schemas import SchemaCheck, SchemaLimits, schema_problem, unfolded_size
-from bridge.schemas.validation import CHECKPOINT_STEPS, VALIDATION_STEPS, Budget, OverBudget
+from bridge.schemas._validation import CHECKPOINT_STEPS, VALIDATION_STEPS, Budget, OverBudget
 from support import Page, eventually, open_page, page, running_bridge, tool
 
 LAG_BOUND = 1.0  # seconds the loop may be held (the promise is 0.05 s; the machine is shared and noisy)

@@ -32,10 +32,9 @@ from bridge.schemas import page_schemas as schemas
 from bridge.core.defaults import DEFAULTS
 from bridge.core.messages import ToolDefinition, validation_summary
 from bridge.schemas.page_schemas import SchemaLimits
-from bridge.search.index import IndexedTool, SearchHit, ToolIndex
-from bridge.search.semantic import Embedder, EmbeddingBusy, embed_query
+from bridge.search import Embedder, EmbeddingBusy, IndexedTool, SearchHit, ToolIndex, embed_query
 
-log = logging.getLogger("bridge.search.semantic")
+log = logging.getLogger(__name__)
 
 MCP_NAME_MAX = 64
 TAG_CHARS = 6  # of a page's session id, in the names given to its tools when their own is taken
@@ -46,8 +45,6 @@ RESEMBLING_SHOWN = 3
 RESEMBLING_SCAN_MAX = 500
 RESEMBLING_SEARCHED = 20
 _NOT_MCP_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
-ROOM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-ROOM_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"  # what ROOM_NAME takes, as errors say it
 TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe from it; see mcp_safe_name
 # Where a listed tool carries its input examples: MCP's Tool has no field for them, and `_meta` keys
 # are `prefix/name`.

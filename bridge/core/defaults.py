@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bridge.schemas import SchemaLimits
+
 
 @dataclass(frozen=True)
 class HubConfig:
@@ -32,8 +34,8 @@ class HubConfig:
     max_calls_per_page: int = 100
     max_calls_per_room: int = 1000
     max_description_chars: int = 8192
-    max_schema_bytes: int = 64 * 1024
-    max_schema_depth: int = 32
+    max_schema_bytes: int = SchemaLimits.max_bytes
+    max_schema_depth: int = SchemaLimits.max_depth
     # Tool search: deferred tools listed once found or called, at most; the semantic tier's model.
     max_activated: int = 20
     search_model: str = ""  # a fastembed model name; empty: lexical search only

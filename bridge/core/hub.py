@@ -23,19 +23,20 @@ from typing import Any, Protocol, TypeVar
 
 from bridge.core import messages
 from bridge.core.calls import Call, CallClock, CallTable, NoteSink, Outcome
-from bridge.core.catalog import (ROOM_NAME, ROOM_NAME_RULE, Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
+from bridge.core.catalog import (Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
                             check_definition, estimate_tokens)
 from bridge.core.defaults import HubConfig
 from bridge.schemas.definition_checks import Checks
 from bridge.core.messages import (Hello, PageActive, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest,
                             ToolLog, ToolProgress, ToolReturn, UnregisterTools)
 from bridge.core.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
+from bridge.core.room_names import room_name_problem
 from bridge.core.pages import Pages, TooManyRooms
 from bridge.schemas.page_schemas import SchemaLimits, nesting
-from bridge.search.semantic import BackgroundEmbedding, Embedder
+from bridge.search import BackgroundEmbedding, Embedder
 from bridge.core.sessions import PageEvent, PageSession
 
-log = logging.getLogger("bridge")
+log = logging.getLogger(__name__)
 
 CATALOG_SLICE = 16  # tools a page's registration adds, or its leaving frees, between two turns of the loop
 OPERATOR_CANCELLED = "An operator of the bridge cancelled this call from its dashboard before the page answered."
@@ -273,8 +274,8 @@ class Hub:
     def hello(self, msg: Hello, origin: str | None = None) -> tuple[PageSession, bool]:
         """Open or resume a page's session; the caller then owns connection number `session.connection`.
         `origin`: the Origin header the page connected with (what agents are told of where it is)."""
-        if not ROOM_NAME.fullmatch(msg.room):
-            raise ProtocolError("bad_room", f"A room name is {ROOM_NAME_RULE}.", reply_to=msg.id)
+        if (problem := room_name_problem(msg.room)) is not None:
+            raise ProtocolError("bad_room", problem, reply_to=msg.id)
         token = self.config.page_token(msg.room)
         if token and not secrets.compare_digest((msg.token or "").encode(), token.encode()):
             problem = "is not the one it needs" if msg.token else "is missing: send it in agui.hello"

@@ -21,7 +21,7 @@ from typing import Any
 from bridge.core.messages import PageInfo
 from bridge.core.sessions import PageSession
 
-log = logging.getLogger("bridge")
+log = logging.getLogger(__name__)
 
 
 class TooManyRooms(Exception):

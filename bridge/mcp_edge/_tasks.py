@@ -28,11 +28,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
 from bridge.access import credential
-from bridge.mcp_edge._input import INPUT_ROUNDS_MAX, checked_responses, declares_extension
 from bridge.core.messages import CancelReason
 from bridge.core.tasks import Task, TaskTable, TooManyTasks
+from bridge.mcp_edge._input import INPUT_ROUNDS_MAX, checked_responses, declares_extension
 
-log = logging.getLogger("bridge.mcp")
+log = logging.getLogger(__name__)
 
 TASKS = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021

@@ -35,7 +35,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, room_name_problem, tokens_match
+from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, tokens_match
+from bridge.core.room_names import room_name_problem
 from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
 from bridge.config import Settings
 from bridge.core.hub import Hub
@@ -43,7 +44,7 @@ from bridge.core.messages import (Hello, PageInfo, ProtocolError, RegisterTools,
                              validation_summary)
 from bridge.core.sessions import PageEvent, PageSession
 
-log = logging.getLogger("bridge.agui")
+log = logging.getLogger(__name__)
 
 BRIDGE_KEY = "agui-mcp-bridge"  # the bridge's key in a tool's `metadata` and in `forwardedProps`
 CANCEL_EVENT = "agui.tool.cancel"

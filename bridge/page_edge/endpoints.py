@@ -25,7 +25,7 @@ from bridge.core.hub import Hub
 from bridge.core.messages import Hello, ProtocolError, call_id_in, looks_like_return, parse_page_message, welcome
 from bridge.core.sessions import PageEvent, PageSession
 
-log = logging.getLogger("bridge.core.pages")
+log = logging.getLogger(__name__)
 
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 CLOSE_NORMAL = 1000  # the page called disconnect(): it leaves now, no grace

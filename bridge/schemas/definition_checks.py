@@ -19,7 +19,7 @@ loop awaits the late turn's end instead, doing its other work meanwhile; the tur
 when the loop stopped waiting, so the thread ends it at its next checkpoint or definition.
 
 A turn ends between two definitions, or in the middle of one: the validator calls a checkpoint
-every few thousand steps of work (`bridge.schemas.validation.checkpoints`), where the thread parks, the
+every few thousand steps of work (`bridge.schemas._validation.checkpoints`), where the thread parks, the
 definition half checked, until its registration's next turn, while another thread takes the
 turn. So a page registering a small definition waits for one turn of another's, whatever the
 other registers. A thread stays with its registration only while a definition is paused
@@ -39,7 +39,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from bridge.schemas import validation
+from bridge.schemas import _validation as validation
 
 Checked = TypeVar("Checked")
 

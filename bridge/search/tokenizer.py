@@ -157,7 +157,7 @@ def _fold(text: str) -> tuple[str, bool]:
 @cache
 def _simplified() -> dict[int, int]:
     """str.translate's table from each Traditional Chinese character to its Simplified form,
-    character for character, as OpenCC's character table gives them (bridge/data/
+    character for character, as OpenCC's character table gives them (bridge/search/data/
     traditional_to_simplified.txt; no phrases): a page in Taiwan or Hong Kong describes "天氣預報",
     a user asks "天气". Only Han characters are in it: kana, Hangul and every other letter stay as
     written. Japanese kanji it holds ("東", "時") are folded too, in tools and requests alike: a
@@ -168,7 +168,7 @@ def _simplified() -> dict[int, int]:
 
 
 def _data_lines(name: str) -> list[str]:
-    """The lines of bridge/data/`name`, less its comments."""
+    """The lines of bridge/search/data/`name`, less its comments."""
     from pathlib import Path
 
     lines = Path(__file__).with_name("data").joinpath(name).read_text("utf-8").splitlines()
@@ -179,7 +179,7 @@ def _data_lines(name: str) -> list[str]:
 def _taiwan_words() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     """Each word Taiwan writes differently from the mainland -> the mainland's ("列印" -> "打印",
     "软体" -> "软件", "使用者" -> "用户"), as OpenCC's TWPhrasesRev gives them, in Simplified
-    characters (bridge/data/taiwan_phrases.txt); and for each first character of those words,
+    characters (bridge/search/data/taiwan_phrases.txt); and for each first character of those words,
     their lengths, longest first. Read at the first text in Traditional characters."""
     words = dict(line.split("\t") for line in _data_lines("taiwan_phrases.txt"))
     lengths: dict[str, set[int]] = {}

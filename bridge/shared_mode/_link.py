@@ -29,13 +29,15 @@ from redis.exceptions import RedisError
 from bridge.core import messages
 from bridge.core.calls import CallTable, Outcome
 from bridge.core.catalog import Catalog, Room, Tool
-from bridge.core.hub import CATALOG_SLICE, HubObserver, LinkDown
-from bridge.core.messages import ProtocolError, ToolDefinition
+from bridge.core.hub import HubObserver, LinkDown
+from bridge.core.messages import ProtocolError
 from bridge.core.pages import Pages
-from bridge.search.index import ToolIndex
 from bridge.core.sessions import OTHER_EVENTS_KEPT, PageEvent, PageSession
+from bridge.search.index import ToolIndex
+from bridge.shared_mode import _scripts as scripts
+from bridge.shared_mode._mirror import OrderedWork, ToolMirror
 
-log = logging.getLogger("bridge.redis")
+log = logging.getLogger(__name__)
 
 BACKOFF_MAX = 1.0  # a Redis that is back serves calls within about this long
 REDIS_CONNECTIONS = 32
@@ -44,174 +46,6 @@ UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages a
 AGENT_GONE = "the agent's bridge process stopped"
 TAKEN_FOR_STOPPED = ("This bridge process missed its heartbeats to Redis, so the others took it for stopped and "
                      "cancelled the call at its page; call again.")
-
-# An event for a page: numbered per page, kept (an invocation until its call ends, other events in a
-# capped stream), and published to whichever process streams that page. 0: the page is gone.
-# The envelope names the process that pushed it: for an invocation, the one whose agent waits.
-# KEYS: page, its invocations, its other events, the call, the page's event channel.
-# ARGV: type, call_id, message, this process, ttl (ms), sid, other events kept; and for the cancel of a
-# call whose agent's process stopped: that process, its heartbeat key (also its channel), and what to
-# tell it should it live after all. That cancel is pushed only while the call is still that process's
-# and its heartbeat is gone, so of the processes that notice, one pushes it.
-_PUSH = """
-if ARGV[8] and (redis.call('HGET', KEYS[4], 'owner') ~= ARGV[8] or redis.call('EXISTS', ARGV[9]) == 1) then
-  return 0
-end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HEXISTS', KEYS[1], 'events') == 0 then
-  -- Numbering starts at the time in microseconds, so a Redis that lost its data (and the page
-  -- record written back) never numbers an event below one a page has already seen.
-  local now = redis.call('TIME')
-  redis.call('HSET', KEYS[1], 'events', now[1] .. string.sub('000000' .. now[2], -6))
-end
-local n = string.format('%.0f', redis.call('HINCRBY', KEYS[1], 'events', 1))  -- all digits, no 1.7e+15
-local event = '{"id":' .. n .. ',"owner":"' .. ARGV[4] .. '","data":' .. ARGV[3] .. '}'
-if ARGV[1] == 'agui.tool.invoke' then
-  redis.call('HSET', KEYS[2], ARGV[2], event)
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
-  redis.call('HSET', KEYS[4], 'owner', ARGV[4], 'sid', ARGV[6])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
-else
-  if ARGV[2] ~= '' then  -- a cancel ends its call here and now, so a late answer is refused
-    redis.call('HDEL', KEYS[2], ARGV[2])
-    redis.call('DEL', KEYS[4])
-  end
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], n .. '-0', 'e', event)
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-end
-redis.call('PUBLISH', KEYS[5], event)
-if ARGV[8] then  -- no one else will end that call
-  redis.call('PUBLISH', KEYS[5], '{"settled":"' .. ARGV[2] .. '"}')
-  redis.call('PUBLISH', ARGV[9], ARGV[10])
-end
-return 1
-"""
-# A call ended: its invocation is never delivered again, and the page's stream forgets it.
-_SETTLE = """
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[2])
-redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[1] .. '"}')
-"""
-# A page's answer (ARGV[3] = 1) or progress for a call: only the page it was asked of, only
-# while the call waits; an answer claims it, so a second answer finds nothing.
-# An answer also ends the call for the page's stream, as _SETTLE would (one round trip less a call).
-# KEYS: the call, the page's invocations, its event channel; ARGV: sid, message, claim, prefix, call_id.
-_REPLY = """
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner or redis.call('HGET', KEYS[1], 'sid') ~= ARGV[1] then return 0 end
-if ARGV[3] == '1' then
-  redis.call('DEL', KEYS[1])
-  redis.call('HDEL', KEYS[2], ARGV[5])
-  redis.call('PUBLISH', KEYS[3], '{"settled":"' .. ARGV[5] .. '"}')
-end
-redis.call('PUBLISH', ARGV[4] .. 'proc:' .. owner, ARGV[2])
-return 1
-"""
-# Forget a page, unless a living process other than this one holds it now (it came back there).
-_FORGET = """
-local holder = redis.call('HGET', KEYS[1], 'holder')
-if holder and holder ~= ARGV[1] and redis.call('EXISTS', ARGV[3] .. 'proc:' .. holder) == 1 then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-redis.call('ZREM', KEYS[5], ARGV[2])
-return 1
-"""
-
-
-class OrderedWork:
-    """Work started under a key (a page), each piece once the pieces started earlier under that key
-    have ended; a piece started `after_all` waits for every piece pending then, whatever its key.
-    `spawn(work, what)` runs a piece as a task."""
-
-    def __init__(self, spawn: Callable[[Awaitable[Any], str], asyncio.Task[None]]) -> None:
-        self._spawn = spawn
-        self._latest: dict[str, asyncio.Task[None]] = {}  # per key, while it waits or runs
-
-    def add(self, key: str, work: Callable[[], Awaitable[Any]], what: str, *, after_all: bool = False) -> None:
-        earlier = list(self._latest.values()) if after_all else [t for t in (self._latest.get(key),) if t]
-
-        async def in_order() -> None:
-            if earlier:
-                await asyncio.wait(earlier)
-            await work()
-
-        task = self._latest[key] = self._spawn(in_order(), what)
-        task.add_done_callback(lambda done: self._latest.pop(key) if self._latest.get(key) is done else None)
-
-    async def settled(self) -> None:
-        """Until every piece started so far has ended (each key's latest ends after its earlier ones)."""
-        if self._latest:
-            await asyncio.wait(list(self._latest.values()))
-
-
-class ToolMirror:
-    """The tools of pages other processes hold, changed as their processes say (the link hands it
-    what it hears; it does no I/O). A page's changes apply in the order heard; the tools of each are
-    checked and added a slice at a time (`CATALOG_SLICE`) with a turn of the loop between, as the
-    page's own process added them: in one step, a page bringing many tools held the loop far longer
-    than a turn should take (bench/README.md). A page dropped meanwhile (it left, or its grace
-    period ran out) took with it what was mirrored, and the slices still to come are not added.
-
-    Its order is its own, apart from the link's per-page Redis writes: mirroring is the loop's work
-    only, so it never waits for Redis to answer, and a push to a page never waits for a mirroring."""
-
-    def __init__(self, catalog: Catalog, embed_later: Callable[[ToolIndex], None]) -> None:
-        self.catalog = catalog
-        self._embed_later = embed_later
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._work = OrderedWork(self._spawn)
-
-    def change(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *, full: bool) -> None:
-        """A page's tools changed on its process: `tools` (their definitions, and their names there)
-        registered and `removed` unregistered, or with `full`, `tools` are all it has now."""
-        self._work.add(session.id, lambda: self._apply(session, tools, removed, full=full), "mirror a page's tools")
-
-    def activate(self, room: str, keys: list[str]) -> None:
-        """An agent of another process had deferred tools listed: listed here too, once the changes
-        heard before are applied (they may bring these tools)."""
-        self._work.add(f"room {room}", lambda: self._activate(room, keys), "activate mirrored tools", after_all=True)
-
-    async def settled(self) -> None:
-        """Until the changes heard so far are applied."""
-        await self._work.settled()
-
-    async def _apply(self, session: PageSession, tools: list[dict[str, Any]], removed: list[str], *,
-                     full: bool) -> None:
-        if session.closed:
-            return
-        room = self.catalog.room(session.room)
-        if full:
-            kept = {e["definition"]["name"] for e in tools}
-            removed = [t.page_name for t in room.tools_of(session.id) if t.page_name not in kept]
-        if removed:
-            room.unregister(session.id, removed)
-        for start in range(0, len(tools), CATALOG_SLICE):
-            if start:
-                await asyncio.sleep(0)
-                if session.closed:  # it left meanwhile: what was mirrored went with it
-                    return
-            entries = tools[start:start + CATALOG_SLICE]
-            room.register(session.id, session.page.title, [ToolDefinition.model_validate(e["definition"])
-                                                           for e in entries],
-                          session.label, keys=[e["key"] for e in entries], origin=session.origin)
-        if tools:
-            self._embed_later(room.index)
-
-    async def _activate(self, room: str, keys: list[str]) -> None:
-        mirrored = self.catalog.get(room)
-        if mirrored is not None:
-            mirrored.activate(keys)
-
-    def _spawn(self, work: Awaitable[Any], what: str) -> asyncio.Task[None]:
-        async def logged() -> None:
-            try:
-                await work
-            except Exception:  # a change this process cannot read (another version) stops nothing
-                log.exception("could not %s", what)
-        task = asyncio.create_task(logged())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
 
 class RedisLink(HubObserver):
     """The hub's link to the other processes (see `bridge.core.hub.HubLink`); as one of the hub's
@@ -236,10 +70,10 @@ class RedisLink(HubObserver):
         self.redis = Redis(connection_pool=BlockingConnectionPool.from_url(
             url, max_connections=REDIS_CONNECTIONS, timeout=5, decode_responses=True, socket_connect_timeout=2,
             socket_keepalive=True))
-        self._push = self.redis.register_script(_PUSH)
-        self._settle = self.redis.register_script(_SETTLE)
-        self._reply = self.redis.register_script(_REPLY)
-        self._forget = self.redis.register_script(_FORGET)
+        self._push = self.redis.register_script(scripts.PUSH)
+        self._settle = self.redis.register_script(scripts.SETTLE)
+        self._reply = self.redis.register_script(scripts.REPLY)
+        self._forget = self.redis.register_script(scripts.FORGET)
         self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         self._streamed: set[str] = set()  # pages whose events this process subscribes to
         self._asked: set[str] = set()  # calls of this process whose invocation is in Redis

@@ -11,7 +11,7 @@ import logging
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-log = logging.getLogger("bridge.redis")
+log = logging.getLogger(__name__)
 
 
 class RedisMarks:

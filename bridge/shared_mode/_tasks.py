@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 
 from bridge.core.tasks import Task
 
-log = logging.getLogger("bridge.redis")
+log = logging.getLogger(__name__)
 
 Orders = Callable[[str, dict[str, Any]], Awaitable[None]]
 

@@ -1,7 +1,7 @@
 """What tool search reads of a tool: its words, as BM25 counts them, and its texts, as a model embeds them.
 
-`word_counts(heading_words, body(tool))` is the bag of terms the lexical index (bridge.search.bm25)
-scores a tool by; `embedding_texts` the two texts the semantic tier (bridge.search.vectors) embeds.
+`word_counts(heading_words, body(tool))` is the bag of terms the lexical index (bridge.search._bm25)
+scores a tool by; `embedding_texts` the two texts the semantic tier (bridge.search._vectors) embeds.
 Words and terms come from bridge.search.tokenizer.
 """
 
@@ -96,7 +96,7 @@ def word_counts(heading_words: list[str], body: str) -> Counter[str]:
 
 
 def embedding_texts(tool: IndexedTool, name_words: list[str]) -> tuple[str, str]:
-    """What the model reads of a tool, as two texts (see bridge.search.vectors.NAME_SHARE): its name as
+    """What the model reads of a tool, as two texts (see bridge.search._vectors.NAME_SHARE): its name as
     words and its title; and its description, app and the names of its parameters (the name
     again when it has none of these)."""
     name = ". ".join(part.strip() for part in (" ".join(name_words), tool.title or "") if part.strip())

@@ -1,6 +1,6 @@
 """The semantic tier's vector store: one vector per tool of a ToolIndex, by slot.
 
-A tool is embedded as two texts (bridge.search.tool_text.embedding_texts), cached by the hash of
+A tool is embedded as two texts (bridge.search._tool_text.embedding_texts), cached by the hash of
 each text (with the model's name), so a tool registered again (a reload, another tab) costs
 no model call. `job()` hands out the texts still to embed, `store()` takes their vectors
 back; both run on the index's loop, the model off it (bridge.search.semantic). A store made for tools
