@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bridge.schemas import page_schemas as schemas
 from bridge.core.defaults import DEFAULTS
 from bridge.core.messages import ToolDefinition, validation_summary
+from bridge.schemas import page_schemas as schemas
 from bridge.schemas.page_schemas import SchemaLimits
 from bridge.search import Embedder, EmbeddingBusy, IndexedTool, SearchHit, ToolIndex, embed_query
 

@@ -23,18 +23,27 @@ from typing import Any, Protocol, TypeVar
 
 from bridge.core import messages
 from bridge.core.calls import Call, CallClock, CallTable, NoteSink, Outcome
-from bridge.core.catalog import (Catalog, DefinitionLimits, ListingPolicy, Room, Tool,
-                            check_definition, estimate_tokens)
+from bridge.core.catalog import Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition, estimate_tokens
 from bridge.core.defaults import HubConfig
-from bridge.schemas.definition_checks import Checks
-from bridge.core.messages import (Hello, PageActive, ProtocolError, RegisterTools, ToolDefinition, ToolInputRequest,
-                            ToolLog, ToolProgress, ToolReturn, UnregisterTools)
+from bridge.core.messages import (
+    Hello,
+    PageActive,
+    ProtocolError,
+    RegisterTools,
+    ToolDefinition,
+    ToolInputRequest,
+    ToolLog,
+    ToolProgress,
+    ToolReturn,
+    UnregisterTools,
+)
 from bridge.core.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
-from bridge.core.room_names import room_name_problem
 from bridge.core.pages import Pages, TooManyRooms
+from bridge.core.room_names import room_name_problem
+from bridge.core.sessions import PageEvent, PageSession
+from bridge.schemas.definition_checks import Checks
 from bridge.schemas.page_schemas import SchemaLimits, nesting
 from bridge.search import BackgroundEmbedding, Embedder
-from bridge.core.sessions import PageEvent, PageSession
 
 log = logging.getLogger(__name__)
 
@@ -584,7 +593,8 @@ class Hub:
     @staticmethod
     def _answerable(outcome: Outcome, capabilities: dict[str, Any]) -> Outcome:
         """The page's input requests, or what the agent lacks to answer them (as `requiredCapabilities`)."""
-        needed = {messages.INPUT_CAPABILITIES[request["method"]] for request in outcome.result["inputRequests"].values()}
+        requests = outcome.result["inputRequests"].values()
+        needed = {messages.INPUT_CAPABILITIES[request["method"]] for request in requests}
         missing = sorted(capability for capability in needed if not isinstance(capabilities.get(capability), dict))
         if not missing:
             return outcome

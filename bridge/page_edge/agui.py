@@ -25,9 +25,23 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, Interrupt, RunAgentInput, RunErrorEvent,
-                        RunFinishedEvent, RunFinishedInterruptOutcome, RunFinishedSuccessOutcome, RunStartedEvent,
-                        ToolCallArgsEvent, ToolCallEndEvent, ToolCallResultEvent, ToolCallStartEvent, ToolMessage)
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+)
 from ag_ui.core.types import AudioPart, DataSource, ImagePart, TextPart, UrlSource
 from ag_ui.encoder import EventEncoder
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -36,13 +50,21 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from bridge.access import FailedAttempts, PageOrigins, bearer_token, client_address, tokens_match
-from bridge.core.room_names import room_name_problem
-from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
 from bridge.config import Settings
 from bridge.core.hub import Hub
-from bridge.core.messages import (Hello, PageInfo, ProtocolError, RegisterTools, ToolError, ToolReturn, UnregisterTools,
-                             validation_summary)
+from bridge.core.messages import (
+    Hello,
+    PageInfo,
+    ProtocolError,
+    RegisterTools,
+    ToolError,
+    ToolReturn,
+    UnregisterTools,
+    validation_summary,
+)
+from bridge.core.room_names import room_name_problem
 from bridge.core.sessions import PageEvent, PageSession
+from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ The modules: `tokenizer` (words and terms of every script, with the Chinese tabl
 `model_pair`), `background` (the tier in the background of the hub's loop).
 """
 
+from bridge.search._tool_text import IndexedTool
 from bridge.search.background import BackgroundEmbedding
 from bridge.search.index import SearchHit, ToolIndex
 from bridge.search.models import DEFAULT_MODEL, load_embedder
 from bridge.search.semantic import Embedder, EmbeddingBusy, SemanticSearchUnavailable, embed_pending, embed_query
-from bridge.search._tool_text import IndexedTool
 
 __all__ = ["DEFAULT_MODEL", "BackgroundEmbedding", "Embedder", "EmbeddingBusy", "IndexedTool", "SearchHit",
            "SemanticSearchUnavailable", "ToolIndex", "embed_pending", "embed_query", "load_embedder"]

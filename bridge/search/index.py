@@ -27,6 +27,8 @@ from itertools import chain
 import numpy as np
 
 from bridge.search._bm25 import K1, B, LiveBM25
+from bridge.search._tool_text import IndexedTool, body, embedding_texts, word_counts
+from bridge.search._vectors import ToolVectors
 from bridge.search.semantic import Embedder, EmbeddingJob, covered_scripts, similarity_floor
 from bridge.search.tokenizer import (
     MIN_STEM,
@@ -43,8 +45,6 @@ from bridge.search.tokenizer import (
     tokenize,
     words,
 )
-from bridge.search._tool_text import IndexedTool, body, embedding_texts, word_counts
-from bridge.search._vectors import ToolVectors
 
 __all__ = ["IndexedTool", "SearchHit", "ToolIndex"]
 

@@ -351,7 +351,8 @@ please kindly thanks thank hello hi hey would could might may must shall
 # out English words: a request such as "找一下便宜的蓝牙耳机" matches nearly every description at
 # "的", and the tools that brings outweigh what its other words find (the semantic tier fuses
 # them). The pairs holding them stay ("我的", "的蓝").
-QUERY_STOP_CHARACTERS = frozenset("的地得了着过吗呢吧啊呀嘛我你您他她它们这那在和与及或把被给让对从向跟是有也都就还很又再才只个请")
+QUERY_STOP_CHARACTERS = frozenset("的地得了着过吗呢吧啊呀嘛我你您他她它们这那在和与及或"
+                                  "把被给让对从向跟是有也都就还很又再才只个请")
 
 
 def tokenize(text: str) -> list[str]:

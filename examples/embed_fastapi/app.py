@@ -46,6 +46,6 @@ async def home() -> str:
 @app.get("/api/tools")
 async def tools() -> dict[str, Any]:
     """The app can read the bridge's state: every room, its pages and their tools."""
-    state = bridge.core.hub.state()
+    state = bridge.hub.state()
     return {room["name"]: sorted(tool["name"] for page in room["pages"] for tool in page["tools"])
             for room in state["rooms"]}
