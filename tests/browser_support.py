@@ -1,4 +1,4 @@
-"""Fixtures and helpers for the tests that drive real Chromium (tests/test_browser.py, tests/test_examples.py).
+"""Fixtures and helpers for the tests that drive real Chromium (tests/interaction/test_browser.py, tests/interaction/test_examples.py).
 
 Chromium is the Debian package (`apt-get install chromium`, binary /usr/bin/chromium), driven by the
 Python Playwright package; `playwright install` is never needed. Import the fixtures you use into the

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAULTS = ("ws drop", "stream drop", "reload")
 SCENARIOS = {
     # Reloads: a fresh stream is sent every invocation still waiting, also one lost mid-run.

@@ -877,7 +877,7 @@ def test_a_process_that_froze_its_start_up_heap_keeps_the_models_libraries_out_o
     import subprocess
 
     done = subprocess.run([sys.executable, "-c", _LOAD_AND_COUNT, str(model_dir), start_up], capture_output=True,
-                          text=True, timeout=180, cwd=Path(__file__).resolve().parent.parent)
+                          text=True, timeout=180, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     tracked, frozen = map(int, done.stdout.split())
     if start_up == "frozen":

@@ -106,7 +106,7 @@ async def test_many_tools_example(browser, bridge):
     assert "best match: finance_convert_exchange_rate" in out
     returned = json.loads(out.split("finance_convert_exchange_rate returned: ", 1)[1].splitlines()[0])
     assert returned["converted"] == 92.0 and returned["simulated"] is True
-    listed = len(bridge.core.hub.room("default").listing().tools)
+    listed = len(bridge.hub.room("default").listing().tools)
     assert listed < 40, "most of the 300 tools stayed deferred"
 
 

@@ -30,7 +30,7 @@ from mcp import Client
 from agui_support import ADD, Run, answer, run, run_input
 from support import TIMEOUT, eventually, running_bridge
 
-AGUI = Path(__file__).parent / "agui"
+AGUI = Path(__file__).resolve().parents[1] / "agui"
 CLIENT = AGUI / "node_modules" / "@ag-ui" / "client"
 ERAS = ["legacy", "2026-07-28"]
 
@@ -223,7 +223,7 @@ async def test_a_refused_app_is_told_why():
                                               ("no", "No order: The user declined to answer.")])
 async def test_the_agui_app_example(tmp_path, answer, expected):
     # The example as a user runs it, with the AG-UI client the tests installed in place of its own npm install.
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     shutil.copytree(examples / "agui_app", tmp_path / "examples" / "agui_app")
     shutil.copytree(examples.parent / "web_client", tmp_path / "web_client", ignore=shutil.ignore_patterns("*.html"))
     (tmp_path / "examples" / "agui_app" / "node_modules").symlink_to(AGUI / "node_modules")
@@ -248,8 +248,8 @@ async def test_the_agui_app_example(tmp_path, answer, expected):
     assert f"-> {answer} (--answer)" in said and said.rstrip().endswith("stopped")
 
 
-TSC = Path(__file__).parent / "webmcp" / "node_modules" / ".bin" / "tsc"
-WEB_CLIENT = Path(__file__).resolve().parent.parent / "web_client"
+TSC = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / ".bin" / "tsc"
+WEB_CLIENT = Path(__file__).resolve().parents[2] / "web_client"
 
 
 def test_agui_app_js_agrees_with_its_declarations_and_with_ag_ui_client(tmp_path):

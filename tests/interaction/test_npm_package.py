@@ -30,10 +30,10 @@ from support import TIMEOUT, free_port, running_bridge
 
 import bridge
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WEB_CLIENT = ROOT / "web_client"
-APP = Path(__file__).parent / "npm_app"
-TSC = Path(__file__).parent / "webmcp" / "node_modules" / ".bin" / "tsc"
+APP = Path(__file__).resolve().parents[1] / "npm_app"
+TSC = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / ".bin" / "tsc"
 NPM_TIMEOUT = 120
 
 

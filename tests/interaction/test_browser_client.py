@@ -19,7 +19,7 @@ from browser_support import mcp_client, open_page, serve_html, static_server, te
 from support import eventually, free_port, running_bridge
 
 READY = "document.body.dataset.ready"  # set once the page has connected, or failed to
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "pT0k3n-for-the-tests_x1"
 AGENT_TOKEN = "aT0k3n-for-the-dashboard"
 
@@ -149,7 +149,7 @@ async def test_a_page_that_cannot_reach_the_bridge_says_which_url_and_what_to_ch
             # The bridge starts on that port: the page connects, and says so.
             async with running_bridge(port) as bridge:
                 await page.wait_for_function("window.started === true", timeout=20_000)
-                assert len(bridge.core.hub.sessions) == 1
+                assert len(bridge.hub.sessions) == 1
                 connected = (await eventually(lambda: said()[len(reports):]))[0]
                 assert connected.startswith(f"info: agui-bridge: connected to the bridge at {url} after "), connected
 
@@ -190,7 +190,7 @@ async def test_a_wrong_or_missing_page_token_rejects_connect_and_is_not_retried(
                     await asyncio.sleep(1)  # ten retries' worth at 100 ms, were there any
                     assert len(page.sockets) == 1, page.sockets
                     assert await page.evaluate("window.states") == ["closed"]
-        assert not bridge.core.hub.sessions
+        assert not bridge.hub.sessions
 
 
 async def wrong_guesses(bridge, count: int) -> None:

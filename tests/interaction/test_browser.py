@@ -159,7 +159,7 @@ async def test_dialogs_show_one_at_a_time(browser, bridge):
         await page.get_by_role("dialog", name="First question?").wait_for()
         second = await call_in_background(client, "agui_user_confirm", {"title": "Second question?"})
         third = await call_in_background(client, "agui_user_confirm", {"title": "Third question?"})
-        await eventually(lambda: len(bridge.core.hub.calls) == 3)
+        await eventually(lambda: len(bridge.hub.calls) == 3)
         assert await page.get_by_role("dialog").count() == 1
         third.cancel()  # a queued dialog the agent gave up on is never shown
         with pytest.raises(asyncio.CancelledError):
@@ -178,15 +178,15 @@ async def test_agent_cancel_closes_the_dialog(browser, bridge):
         call = await call_in_background(client, "agui_user_confirm", TRANSFER)
         dialog = page.get_by_role("dialog", name=TRANSFER["title"])
         await dialog.wait_for()
-        await eventually(lambda: len(bridge.core.hub.calls) == 1)
+        await eventually(lambda: len(bridge.hub.calls) == 1)
         call.cancel()  # the SDK sends notifications/cancelled
         with pytest.raises(asyncio.CancelledError):
             await call
         await dialog.wait_for(state="detached", timeout=5000)
         log = await page.text_content("#log")
         assert "cancelled by the agent" in log
-        await eventually(lambda: len(bridge.core.hub.calls) == 0)
-        assert bridge.core.hub.calls.recent[0]["outcome"] == "cancelled"
+        await eventually(lambda: len(bridge.hub.calls) == 0)
+        assert bridge.hub.calls.recent[0]["outcome"] == "cancelled"
         # The page is still fine: the next call works.
         call = await call_in_background(client, "agui_user_confirm", {"title": "Still there?"})
         await page.get_by_role("dialog", name="Still there?").get_by_role("button", name="OK").click()
@@ -205,7 +205,7 @@ async def test_reload_shows_the_waiting_dialog_again_and_answers_the_original_ca
         await page.reload()
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         assert await page.evaluate("aguiBridge.sessionId") == session_id, "the reloaded page resumed the session"
-        assert list(bridge.core.hub.sessions) == [session_id]
+        assert list(bridge.hub.sessions) == [session_id]
         # The bridge asks the reloaded page the call still waiting: the dialog is back, once.
         dialog = page.get_by_role("dialog", name=TRANSFER["title"])
         await dialog.wait_for()
@@ -214,7 +214,7 @@ async def test_reload_shows_the_waiting_dialog_again_and_answers_the_original_ca
         await dialog.get_by_role("button", name="Transfer").click()
         result = await asyncio.wait_for(call, 10)
         assert (result.is_error, text_of(result)) == (False, "ok")
-        assert bridge.core.hub.calls.recent[0]["outcome"] == "result"
+        assert bridge.hub.calls.recent[0]["outcome"] == "result"
         # The reloaded page's tools replaced the previous page's, under the same names.
         listed = await wait_for_tools(client, *USER_TOOLS, *PAGE_TOOLS)
         assert len(listed) == len(USER_TOOLS) + len(PAGE_TOOLS)
@@ -232,7 +232,7 @@ async def test_reloaded_page_runs_waiting_calls_once_it_registers_their_tools(br
         session_id = await page.evaluate("bridge.sessionId")
         kept = await call_in_background(client, "kept_tool", {"n": 1})
         dropped = await call_in_background(client, "dropped_tool", {})
-        await eventually(lambda: len(bridge.core.hub.calls) == 2)
+        await eventually(lambda: len(bridge.hub.calls) == 2)
         await page.reload()
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         assert await page.evaluate("bridge.sessionId") == session_id
@@ -247,7 +247,7 @@ async def test_reloaded_page_runs_waiting_calls_once_it_registers_their_tools(br
         result = await asyncio.wait_for(dropped, 10)
         assert result.is_error and "has no tool named \"dropped_tool\"" in text_of(result)
         await wait_for_tools(client, "kept_tool", absent=("dropped_tool",))
-        assert list(bridge.core.hub.sessions) == [session_id]
+        assert list(bridge.hub.sessions) == [session_id]
 
 
 async def test_leave_on_pagehide_fails_the_call_at_once_on_reload(browser):
@@ -259,7 +259,7 @@ async def test_leave_on_pagehide_fails_the_call_at_once_on_reload(browser):
         await wait_for_tools(client, "never_answers")
         first_session = await page.evaluate("bridge.sessionId")
         call = await call_in_background(client, "never_answers", {})
-        await eventually(lambda: len(bridge.core.hub.calls) == 1)
+        await eventually(lambda: len(bridge.hub.calls) == 1)
         started = time.monotonic()
         await page.reload()
         result = await asyncio.wait_for(call, 5)
@@ -269,7 +269,7 @@ async def test_leave_on_pagehide_fails_the_call_at_once_on_reload(browser):
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         second_session = await page.evaluate("bridge.sessionId")
         assert second_session != first_session
-        assert list(bridge.core.hub.sessions) == [second_session]
+        assert list(bridge.hub.sessions) == [second_session]
 
 
 async def test_after_disconnect_a_reload_is_a_new_page(browser):
@@ -277,12 +277,12 @@ async def test_after_disconnect_a_reload_is_a_new_page(browser):
             open_page(browser, url) as page:
         first_session = await page.evaluate("bridge.sessionId")
         await page.evaluate("bridge.disconnect()")
-        await eventually(lambda: first_session not in bridge.core.hub.sessions, timeout=2)  # code 1000, despite the grace
+        await eventually(lambda: first_session not in bridge.hub.sessions, timeout=2)  # code 1000, despite the grace
         await page.reload()
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         second_session = await page.evaluate("bridge.sessionId")
         assert second_session != first_session
-        assert list(bridge.core.hub.sessions) == [second_session]
+        assert list(bridge.hub.sessions) == [second_session]
 
 
 async def test_a_window_the_page_opens_starts_its_own_session(browser, bridge):
@@ -297,7 +297,7 @@ async def test_a_window_the_page_opens_starts_its_own_session(browser, bridge):
         assert await popup.evaluate("sessionStorage.getItem('probe')") == "copied", "the window got a copy"
         second_session = await popup.evaluate("bridge.sessionId")
         assert second_session != first_session
-        assert set(bridge.core.hub.sessions) == {first_session, second_session}
+        assert set(bridge.hub.sessions) == {first_session, second_session}
         assert await page.evaluate("[bridge.state, bridge.sessionId, window.errors]") == ["open", first_session, []]
 
 
@@ -398,7 +398,7 @@ async def test_refused_connections_reject_connect(browser):
         async with open_page(browser, bridge.url + "/", ready="document.body.dataset.ready === 'failed'") as page:
             assert "forbidden_origin" in await page.text_content("#state")
             assert await page.get_attribute("#state", "data-state") == "closed"
-        assert not bridge.core.hub.sessions
+        assert not bridge.hub.sessions
 
 
 async def test_a_page_from_a_refused_origin_loads_the_client_and_hears_why(browser):
@@ -409,7 +409,7 @@ async def test_a_page_from_a_refused_origin_loads_the_client_and_hears_why(brows
             assert error["code"] == "forbidden_origin", error
             assert origin in error["message"] and f"--allowed-origins 'http://localhost:*,{origin}'" in error["message"]
             assert "Settings(allowed_origins=" in error["message"]
-        assert not bridge.core.hub.sessions
+        assert not bridge.hub.sessions
 
 
 async def test_client_declarations_are_served_as_typescript(bridge):
@@ -458,7 +458,7 @@ async def test_300_tool_switch_turns_on_search_mode(browser, bridge):
         await page.get_by_role("checkbox", name="Register 300 more tools").check()
         await page.wait_for_function("document.body.dataset.manyTools === 'registered'")
         listed = await wait_for_tools(client, *META_TOOLS)
-        assert len(bridge.core.hub.room("default")) == 300 + len(USER_TOOLS) + len(PAGE_TOOLS)
+        assert len(bridge.hub.room("default")) == 300 + len(USER_TOOLS) + len(PAGE_TOOLS)
         assert "agui_user_confirm" in listed, "the page's first tools stay listed"
         assert "support_escalate_ticket" not in listed, "most generated tools are deferred"
 
@@ -472,7 +472,7 @@ async def test_300_tool_switch_turns_on_search_mode(browser, bridge):
 
         await page.get_by_role("checkbox", name="Register 300 more tools").uncheck()
         listed = await wait_for_tools(client, *USER_TOOLS, absent=META_TOOLS)
-        assert len(bridge.core.hub.room("default")) == len(USER_TOOLS) + len(PAGE_TOOLS)
+        assert len(bridge.hub.room("default")) == len(USER_TOOLS) + len(PAGE_TOOLS)
 
 
 async def test_the_browser_client_pins_user_tools_registered_after_300_tools(browser, bridge):
@@ -489,7 +489,7 @@ async def test_the_browser_client_pins_user_tools_registered_after_300_tools(bro
             async with open_page(browser, url):
                 names = await wait_for_tools(client, "agui_user_confirm", *META_TOOLS)
                 assert "agui_user_prompt" not in names and "agui_user_choose" not in names
-                assert len(bridge.core.hub.room("default")) == 303
+                assert len(bridge.hub.room("default")) == 303
                 described = await client.call_tool("tool_describe", {"name": "agui_user_confirm"})
                 assert described.structured_content["pinned"] is True
 
@@ -596,7 +596,7 @@ async def test_resumes_its_session_after_a_dropped_socket(browser, bridge):
         await wait_for_tools(client, "slow_echo")
         session_id = await page.evaluate("bridge.sessionId")
         call = await call_in_background(client, "slow_echo", {"x": 1})
-        await eventually(lambda: len(bridge.core.hub.calls) == 1)
+        await eventually(lambda: len(bridge.hub.calls) == 1)
         # Drop the page's WebSocket (not a deliberate close): the page answers while away, resumes
         # within the grace period and delivers the held answer.
         await page.relayed[-1].drop()
@@ -604,7 +604,7 @@ async def test_resumes_its_session_after_a_dropped_socket(browser, bridge):
         assert result.structured_content == {"x": 1}
         await page.wait_for_function("bridge.state === 'open'")
         assert await page.evaluate("bridge.sessionId") == session_id
-        assert list(bridge.core.hub.sessions) == [session_id]
+        assert list(bridge.hub.sessions) == [session_id]
         assert "reconnecting" in await page.evaluate("window.states")
 
 
@@ -708,7 +708,7 @@ async def test_unregister_by_signal_and_disconnect(browser):
         await page.evaluate("controller.abort()")
         await wait_for_tools(client, absent=("temporary_tool_",))
         await page.evaluate("bridge.disconnect()")
-        await eventually(lambda: not bridge.core.hub.sessions, timeout=2)
+        await eventually(lambda: not bridge.hub.sessions, timeout=2)
         assert await page.evaluate("window.states.at(-1)") == "closed"
 
 
@@ -750,7 +750,7 @@ async def test_webmcp_page_is_bridged(browser, bridge):
 
 
 # Published WebMCP runtimes (npm packages' IIFE builds), installed by `scripts/setup --test` from tests/webmcp/.
-WEBMCP_PACKAGES = Path(__file__).parent / "webmcp" / "node_modules" / "@mcp-b"
+WEBMCP_PACKAGES = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b"
 WEBMCP_RUNTIMES = {
     "webmcp-polyfill": WEBMCP_PACKAGES / "webmcp-polyfill" / "dist" / "index.iife.js",
     "mcp-b-global": WEBMCP_PACKAGES / "global" / "dist" / "index.iife.js",

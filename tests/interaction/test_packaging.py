@@ -31,7 +31,7 @@ from mcp import Client
 import bridge
 from support import running_bridge
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
 # Modules of optional extras that the package imports lazily, inside the function that needs them, and so
 # need not be dependencies: {"module": "why"}. None at present.

@@ -25,7 +25,7 @@ from bridge.app import WEB_CLIENT
 from browser_support import open_page, wait_for_tools
 from support import Page, tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "embed_fastapi" / "app.py"
 ERAS = ["legacy", "2026-07-28"]
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])

@@ -187,7 +187,7 @@ async def test_a_pattern_that_cannot_be_matched_in_linear_time_is_refused():
 
 
 async def test_unregistering_a_name_twice_in_one_message_hurts_nothing():
-    """Found by tests/test_fuzz.py: the second `del` of the same tool raised KeyError out of the WebSocket
+    """Found by tests/interaction/test_fuzz.py: the second `del` of the same tool raised KeyError out of the WebSocket
     handler, which closed the page's socket and left the listing naming a tool that was gone."""
     async with running_bridge() as b, page(b, tool("x"), tool("y")) as p, \
             Client(b.mcp_url(), mode="legacy") as client:

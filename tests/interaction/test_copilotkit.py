@@ -29,8 +29,8 @@ from support import free_port, running_bridge
 
 import bridge
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = Path(__file__).parent / "copilotkit_app"
+ROOT = Path(__file__).resolve().parents[2]
+APP = Path(__file__).resolve().parents[1] / "copilotkit_app"
 NPM_TIMEOUT = 300
 
 

@@ -26,7 +26,7 @@ from bridge.app import Bridge
 from bridge.config import InsecureSettings, Settings
 from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ERAS = ["legacy", "2026-07-28"]
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},

@@ -23,7 +23,7 @@ import pytest
 from conformance.fixture_page import FixturePage
 from support import Page, running_bridge
 
-HERE = Path(__file__).parent / "conformance"
+HERE = Path(__file__).resolve().parents[1] / "conformance"
 NODE = HERE / "node_modules" / "node22" / "bin" / "node"
 SUITES = {
     "2026-07-28": HERE / "node_modules" / "conformance-2026" / "dist" / "index.js",
