@@ -38,12 +38,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.core.catalog import check_definition  # noqa: E402
 from bridge.config import Settings  # noqa: E402
+from bridge.core.catalog import check_definition  # noqa: E402
 from bridge.core.hub import Hub  # noqa: E402
 from bridge.core.messages import Hello, PageInfo, RegisterTools  # noqa: E402
-from bridge.shared_mode._mirror import ToolMirror  # noqa: E402
 from bridge.search.semantic import embed_pending  # noqa: E402
+from bridge.shared_mode._mirror import ToolMirror  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo"]

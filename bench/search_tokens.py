@@ -71,7 +71,8 @@ def v1_line(entry: dict[str, Any]) -> str:
 def v1_answer(room: Room, found: list[Tool], deferred: int) -> dict[str, Any]:
     matches = [v1_entry(room, t) for t in found]
     text = "\n".join([f"{len(matches)} tool(s) found; call them by name:", *map(v1_line, matches)])
-    return {"content": [{"type": "text", "text": text}], "structuredContent": {"matches": matches, "deferred": deferred}}
+    return {"content": [{"type": "text", "text": text}],
+            "structuredContent": {"matches": matches, "deferred": deferred}}
 
 
 # --- measuring --------------------------------------------------------------------------------------
