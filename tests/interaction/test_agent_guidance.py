@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
 from search_support import many_tools
 from support import page, running_bridge, tool
 

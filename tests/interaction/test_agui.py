@@ -25,9 +25,8 @@ import anyio
 import httpx
 import pytest
 from ag_ui.core import RunAgentInput
-from mcp import Client
-
 from agui_support import ADD, Run, answer, run, run_input
+from mcp import Client
 from support import TIMEOUT, eventually, running_bridge
 
 AGUI = Path(__file__).resolve().parents[1] / "agui"
@@ -281,9 +280,10 @@ def test_agui_app_js_agrees_with_its_declarations_and_with_ag_ui_client(tmp_path
             assert done.returncode == 0, f"tsc -p {config}:\n{done.stdout}{done.stderr}"
     finally:
         usage.unlink()
+    module = json.dumps((WEB_CLIENT / "agui-app.js").as_uri())
     exported = subprocess.run(["node", "--input-type=module", "-e",
-                               f"console.log(Object.keys(await import({json.dumps((WEB_CLIENT / 'agui-app.js').as_uri())}))"
-                               ".sort().join())"], capture_output=True, text=True, timeout=60)
+                               f"console.log(Object.keys(await import({module})).sort().join())"],
+                              capture_output=True, text=True, timeout=60)
     assert exported.stdout.strip() == "BRIDGE_KEY,DECLINE,serveFrontendTools,toolContent", exported.stderr
 
 

@@ -1,8 +1,9 @@
-"""Large AG-UI runs (bridge/page_edge/_agui_input.py): bounded, refused with the limit and its setting named, and read
-without holding up the bridge's other clients.
+"""Large AG-UI runs (bridge/page_edge/_agui_input.py): bounded, refused with the limit and its setting named, and
+read without holding up the bridge's other clients.
 
 Through a real bridge on 127.0.0.1: runs posted with httpx, or on a plain socket where the test must
-choose the moment the body's last byte arrives; the other client is a plain HTTP/1.1 connection.
+choose the moment the body's last byte arrives; the other client is a plain HTTP/1.1 connection. (A run's
+input read in slices, without a server: tests/page_edge/test_agui_input.py.)
 """
 
 from __future__ import annotations
@@ -12,18 +13,8 @@ import json
 from typing import Any
 
 import httpx
-import pytest
-from ag_ui.core import RunAgentInput
-
-from agui_support import ADD, run, run_input
-from bridge.page_edge._agui_input import Limit, Unreadable, read_run_input
+from agui_support import ADD, chat_messages, run, run_input
 from support import TIMEOUT, eventually, running_bridge
-
-
-def messages(count: int) -> list[dict[str, Any]]:
-    """A history of `count` messages, as a chat app sends it."""
-    return [{"id": f"m{n}", "role": "user" if n % 2 else "assistant", "content": f"message number {n}"}
-            for n in range(count)]
 
 
 def tools(count: int) -> list[dict[str, Any]]:
@@ -49,7 +40,7 @@ async def post(bridge, body: dict[str, Any]) -> Refusal:
 
 async def test_a_run_with_more_messages_than_the_limit_is_refused_naming_the_setting():
     async with running_bridge() as b:
-        refused = await post(b, run_input(messages=messages(10_001)))  # the default limit is 10,000
+        refused = await post(b, run_input(messages=chat_messages(10_001)))  # the default limit is 10,000
         assert not b.hub.sessions, "nothing refused opened a thread"
     assert refused.status_code == 413, refused.text
     refusal = refused.json()
@@ -59,8 +50,8 @@ async def test_a_run_with_more_messages_than_the_limit_is_refused_naming_the_set
     assert "AGUI_BRIDGE_MAX_RUN_MESSAGES" in refusal["message"]
 
     async with running_bridge(max_run_messages=3) as b:
-        assert (await post(b, run_input(messages=messages(4)))).json()["limit"] == 3
-        async with run(b, run_input(messages=messages(3))) as at_the_limit:
+        assert (await post(b, run_input(messages=chat_messages(4)))).json()["limit"] == 3
+        async with run(b, run_input(messages=chat_messages(3))) as at_the_limit:
             assert (await at_the_limit.next())["type"] == "RUN_STARTED"
 
 
@@ -78,84 +69,6 @@ async def test_a_run_with_more_tools_than_a_page_may_have_is_refused_naming_the_
         async with run(b, run_input(tools=tools(2))) as at_the_limit:
             registered = await at_the_limit.until("CUSTOM")
         assert [t["tool"] for t in registered["value"]["tools"]] == ["add_0", "add_1"]
-
-
-# --- read in slices: the same input as in one go, the same refusals ------------------------------
-
-FULL = run_input(
-    tools=[ADD, {**ADD, "name": "näme \"quoted\"", "metadata": {"agui-mcp-bridge": {"interrupt": True}}}],
-    messages=[*messages(5),
-              {"id": "t", "role": "tool", "toolCallId": "c1", "content": [{"type": "text", "text": "5"}]}],
-    state={"cart": [1, 2.5, None, True, {"deep": ["é", "\u2028"]}], "": {}},
-    context=[{"description": "d", "value": "v"}],
-    resume=[{"interruptId": "i", "status": "resolved", "payload": {"ok": True}}], forwardedProps=[1, {"a": []}],
-    parentRunId=None, extraMember={"kept": True})
-
-
-@pytest.mark.parametrize("body", [
-    FULL,
-    {**FULL, "messages": [], "tools": [], "context": [], "resume": None, "state": [], "forwardedProps": {}},
-    run_input(),
-])
-async def test_a_body_read_in_slices_is_the_input_read_in_one_go(body):
-    text = json.dumps(body, indent=1)  # whitespace between every token
-    for encoded in (text.encode(), text.encode("utf-16"), json.dumps(body, ensure_ascii=False).encode()):
-        got = await read_run_input(encoded, {"messages": Limit(100, "max_run_messages", "")})
-        assert got == RunAgentInput.model_validate(json.loads(encoded))
-        assert got.model_dump() == RunAgentInput.model_validate(body).model_dump()
-
-
-@pytest.mark.parametrize("text, problem", [
-    ('{"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "user", "content": "x"} {"id": "2"}]}',
-     "Expecting ',' delimiter"),
-    ('{"threadId": "t", "runId": "r", "messages": []} []', "Extra data"),
-    ('{"threadId": "t", "runId": "r", "messages": [], }', "Expecting property name"),
-    ('{"threadId": "t" "runId": "r"}', "Expecting ',' delimiter"),
-    ('{"threadId" "t"}', "Expecting ':' delimiter"),
-    ('{"threadId": "t", "state": {"a": 1,}}', "Expecting property name"),
-    ('{"threadId": "t", "messages": [', "Expecting value"),
-    ('{"threadId": "t", "messages": [1, 2', "Expecting ',' delimiter"),
-    ('{"threadId": "t', "Unterminated string"),
-    ("", "Expecting value"),
-    ('{"state": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests too deeply"),
-])
-async def test_bad_json_anywhere_in_the_body_is_refused_as_in_one_go(text, problem):
-    with pytest.raises(Unreadable) as refused:
-        await read_run_input(text.encode(), {})
-    assert (refused.value.status, refused.value.code) == (400, "bad_json")
-    assert problem in str(refused.value)
-    if "deeply" not in problem:
-        with pytest.raises(ValueError) as in_one_go:
-            json.loads(text)
-        assert str(in_one_go.value) in str(refused.value), "the same words, and the same place"
-
-
-@pytest.mark.parametrize("body, fields", [
-    ({"threadId": "t", "runId": "r", "messages": [*messages(3), {"id": "1", "role": "tool", "content": "x"}]},
-     ["messages.3.tool.toolCallId"]),
-    ({"runId": 5, "messages": [{"id": "1", "role": "nobody"}], "tools": [{"name": "x"}]},
-     ["threadId", "runId", "messages.0", "tools.0.description"]),
-    ({"threadId": "t", "runId": "r", "messages": {"not": "a list"}}, ["messages"]),
-    ({"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": "i", "status": "maybe"}]},
-     ["resume.0.status"]),
-    ([{"threadId": "t"}], ["(body)"]),
-    ("a string", ["(body)"]),
-])
-async def test_an_invalid_input_read_in_slices_names_the_fields_validation_in_one_go_names(body, fields):
-    with pytest.raises(Unreadable) as refused:
-        await read_run_input(json.dumps(body).encode(), {})
-    assert (refused.value.status, refused.value.code) == (422, "invalid_input")
-    named = [e["field"] for e in refused.value.extra["errors"]]
-    assert sorted(named) == sorted(fields), named
-    assert all(f in str(refused.value) for f in fields)
-
-
-async def test_a_later_member_of_the_same_name_replaces_the_earlier_as_in_one_go():
-    text = ('{"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "tool", "content": "x"}], '
-            '"messages": [{"id": "2", "role": "user", "content": "y"}], "tools": [{"name": "x"}], "tools": null}')
-    got = await read_run_input(text.encode(), {})
-    assert got == RunAgentInput.model_validate(json.loads(text))
-    assert [m.id for m in got.messages] == ["2"] and got.tools is None
 
 
 # --- the other clients are served while a large run is read --------------------------------------
@@ -188,7 +101,7 @@ async def test_other_clients_are_served_while_a_large_run_is_read():
         probe = Probe(host, *await asyncio.open_connection(address[0], int(address[1])))
         assert await probe.ask() == 200
         run_reader, run_writer = await asyncio.open_connection(address[0], int(address[1]))
-        body = json.dumps(run_input(messages=messages(count))).encode()
+        body = json.dumps(run_input(messages=chat_messages(count))).encode()
         run_writer.write(f"POST /agui/run HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:-1])
         await eventually(lambda: run_writer.transport.get_write_buffer_size() == 0)

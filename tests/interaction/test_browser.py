@@ -45,7 +45,8 @@ const query = new URLSearchParams(location.search);
 const token = query.get("token");
 const options = JSON.parse(query.get("options") || "{{}}");
 try {{
-  const bridge = await agui.connect({{url: "{bridge}", token, reconnectDelay: 100, maxReconnectDelay: 500, ...options}});
+  const bridge = await agui.connect({{url: "{bridge}", token, reconnectDelay: 100, maxReconnectDelay: 500,
+                                      ...options}});
   bridge.addEventListener("error", (e) => window.errors.push(e.detail));
   bridge.addEventListener("statechange", (e) => window.states.push(e.detail.state));
   window.bridge = bridge;
@@ -289,7 +290,8 @@ async def test_a_window_the_page_opens_starts_its_own_session(browser, bridge):
     """A same-origin window the page opens starts with a copy of its sessionStorage, as a duplicated tab does:
     the session id is stored only while the page is hidden, so the copy cannot take the live page's session."""
     async with bare_page(bridge, "Opener") as url, open_page(browser, url) as page:
-        first_session = await page.evaluate("() => { sessionStorage.setItem('probe', 'copied'); return bridge.sessionId; }")
+        first_session = await page.evaluate(
+            "() => { sessionStorage.setItem('probe', 'copied'); return bridge.sessionId; }")
         async with page.context.expect_page() as opened:
             await page.evaluate("window.open(location.href)")
         popup = await opened.value
@@ -538,7 +540,8 @@ async def test_dashboard_cancels_a_call_and_a_page_of_another_origin_reads_nothi
         stolen = await page.evaluate("""async (url) => {
             const outcomes = [];
             for (const [path, init] of [["/api/state", {}], ["/metrics", {}], ["/mcp", {method: "POST",
-                    headers: {"content-type": "application/json"}, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}'}]]) {
+                    headers: {"content-type": "application/json"},
+                    body: '{"jsonrpc":"2.0","id":1,"method":"ping"}'}]]) {
                 try { outcomes.push(await (await fetch(url + path, init)).text()); }
                 catch (error) { outcomes.push("refused: " + error.name); }
             }

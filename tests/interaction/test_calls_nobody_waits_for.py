@@ -21,8 +21,6 @@ from mcp import Client
 from modern_agent import Agent, envelope
 from support import Page, eventually, free_port, page, running_bridge, tool
 
-from bridge.core.calls import CallClock, CallTable, Outcome
-
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"],
                execution={"taskSupport": "optional"})
 HANDSHAKE = "2025-06-18"
@@ -318,23 +316,3 @@ async def test_an_agent_that_answers_in_time_goes_on_to_the_next_round():
         await p.answer(again["call_id"], "Hello, Ada!")
         assert (await asyncio.wait_for(call, 10)).content[0].text == "Hello, Ada!"
         assert [c["outcome"] for c in b.hub.calls.recent] == ["result", "input_required"]
-
-
-# --- the call table: rounds that keep their call's clock ----------------------------------------------------
-
-
-async def test_a_round_on_an_earlier_clock_times_out_at_its_deadline_before_fresh_calls():
-    table = CallTable(timeout=60)
-    fresh = table.open(room="r", session_id="s1", tool_key="t", arguments={})
-    loop = asyncio.get_running_loop()
-    began_earlier = CallClock(started=0.0, started_at=1.0, deadline=loop.time() + 0.2)  # its time is nearly up
-    waiting = table.open(room="r", session_id="s1", tool_key="t", arguments={}, clock=began_earlier,
-                         awaits="agent")
-    outcome = await asyncio.wait_for(waiting.future, 5)  # not after the fresh call's 60 s
-    assert outcome.kind == "timeout" and "agent did not answer" in outcome.error
-    assert not fresh.future.done()
-    assert [c.summary()["waiting_for"] for c in table.in_flight()] == ["page", "agent"]
-    table.close(waiting, outcome, remembered=False)  # a round that goes on elsewhere leaves no history
-    assert table.recent == [] and table.in_flight() == [fresh]
-    table.close(fresh, Outcome.failure("cancelled", "x"))
-    assert [c["outcome"] for c in table.recent] == ["cancelled"]

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conformance.fixture_page import FixturePage
 from support import Page, running_bridge
 

@@ -22,7 +22,6 @@ from types import SimpleNamespace
 
 import pytest
 from mcp import Client
-
 from support import Page, eventually, free_port, page, running_bridge, tool
 
 NOFILE = 1024

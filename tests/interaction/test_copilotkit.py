@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser_support import browser, mcp_client, open_page, static_server, text_of, wait_for_tools  # noqa: F401
+from browser_support import mcp_client, open_page, static_server, text_of, wait_for_tools
 from support import free_port, running_bridge
 
 import bridge

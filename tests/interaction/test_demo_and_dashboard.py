@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import shlex
 import subprocess
-import sys
 
 from browser_support import mcp_client, mounted_bridge, open_page, screenshot_path, text_of, wait_for_tools
 from support import page as ws_page

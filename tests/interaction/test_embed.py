@@ -14,16 +14,16 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 import uvicorn
+from browser_support import open_page, wait_for_tools
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
+from support import Page, tool
 
 from bridge import Bridge, Settings
 from bridge.app import WEB_CLIENT
-from browser_support import open_page, wait_for_tools
-from support import Page, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "embed_fastapi" / "app.py"
@@ -32,7 +32,8 @@ CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {
 JAVASCRIPT = {"text/javascript", "application/javascript"}
 META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default, beside the pages' tools
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "0"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 

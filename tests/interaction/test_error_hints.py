@@ -10,7 +10,6 @@ import re
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
 from search_support import many_tools
 from support import eventually, open_page, page, running_bridge, tool
 

@@ -10,9 +10,9 @@ import asyncio
 
 import pytest
 from mcp import Client
+from support import open_page, running_bridge, tool
 
 from bridge import Settings
-from support import open_page, running_bridge, tool
 
 META = ["tool_search", "tool_describe", "call_tool"]
 ECHO = tool("echo", "Say the text back.", {"text": {"type": "string"}}, ["text"])

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
-
 from support import Page, RunningBridge, open_page, running_bridge, tool
 
 FUZZ = settings(max_examples=100, deadline=None, database=None,

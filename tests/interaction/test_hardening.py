@@ -14,7 +14,6 @@ import httpx
 import pytest
 import websockets
 from mcp import Client
-
 from support import eventually, open_page, running_bridge, tool
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

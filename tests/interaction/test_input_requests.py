@@ -12,7 +12,6 @@ import httpx
 import mcp_types as types
 from mcp import Client
 from mcp_types import LOG_LEVEL_META_KEY
-
 from modern_agent import Agent, messages_of
 from support import page, running_bridge, tool
 

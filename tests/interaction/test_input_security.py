@@ -18,14 +18,12 @@ from typing import Any
 
 import httpx
 import pytest
-from browser_support import browser, open_page, serve_html  # noqa: F401 (fixture)
+from browser_support import open_page, serve_html
 from mcp import Client
 from modern_agent import Agent
-from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import TIMEOUT, Page, page, running_bridge, tool
 
 from bridge import __version__
-from bridge.core.used_states import UsedStates
 
 GREET = tool("greet_user", "Greet the user by the name they give.")
 ASK_NAME = {"name": {"method": "elicitation/create",
@@ -160,13 +158,6 @@ async def test_a_request_state_spent_through_one_process_is_refused_by_every_oth
         refused(await unseen_by(p, on_a, again), "already used")
 
 
-async def test_a_process_remembers_the_states_spent_up_to_its_bound():
-    used = UsedStates(ttl=3600, bound=2)
-    assert [await used.spend(state) for state in ("a", "b", "a", "c")] == [True, True, False, True]
-    assert await used.spend("c") is False and await used.spend("b") is False
-    assert await used.spend("a") is True  # the oldest, forgotten past the bound (shared mode keeps it in Redis)
-
-
 async def test_answers_sent_without_a_request_state_never_reach_the_page():
     async with running_bridge() as b, page(b, GREET) as p, httpx.AsyncClient(timeout=TIMEOUT) as http:
         agent = Agent(b.mcp_url(), http, tasks=False, capabilities=ELICITING)
@@ -271,7 +262,7 @@ async def asked_by(browser_page, call_id: str) -> dict[str, Any]:
     return next(m for m in sent if m["type"] == "agui.tool.input_request" and m["call_id"] == call_id)
 
 
-async def test_ask_agent_is_not_resolved_by_answers_an_agent_sends_unasked(browser):  # noqa: F811 (fixture)
+async def test_ask_agent_is_not_resolved_by_answers_an_agent_sends_unasked(browser):
     async with running_bridge() as b, httpx.AsyncClient(timeout=TIMEOUT) as http:
         with serve_html(ASKING_PAGE.format(bridge=b.url)) as url:
             async with open_page(browser, url) as browser_page:
@@ -287,7 +278,7 @@ async def test_ask_agent_is_not_resolved_by_answers_an_agent_sends_unasked(brows
                 assert [(run["name"], run["state"]) for run in named] == [("Ada", {"step": 2})]
 
 
-async def test_ask_agent_takes_only_answers_to_its_own_requests_and_keys_once(browser):  # noqa: F811 (fixture)
+async def test_ask_agent_takes_only_answers_to_its_own_requests_and_keys_once(browser):
     async with running_bridge() as b:
         with serve_html(ASKING_PAGE.format(bridge=b.url)) as url:
             async with open_page(browser, url) as browser_page:

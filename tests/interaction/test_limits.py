@@ -14,8 +14,7 @@ import httpx
 import pytest
 import websockets
 from mcp import Client
-
-from support import Page, RunningBridge, eventually, open_page, page, running_bridge, tool
+from support import Page, RunningBridge, eventually, page, running_bridge, tool
 
 ECHO = tool("echo", "Echo.", {"text": {"type": "string"}})
 
@@ -279,7 +278,8 @@ async def test_an_answer_over_the_limit_ends_its_call_at_once(names_call):
 
 
 @pytest.mark.parametrize("names_call", [True, False], ids=["names its call", "names none, one call waiting"])
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1" * 5000], ids=["NaN", "Inf", "-Inf", "5000 digits"])
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1" * 5000],
+                         ids=["NaN", "Inf", "-Inf", "5000 digits"])
 async def test_an_answer_that_is_not_json_ends_its_call_at_once(value, names_call):
     async with running_bridge() as b, page(b, ECHO) as p, Client(b.mcp_url(), mode="legacy") as client:
         task = asyncio.create_task(client.call_tool("echo", {"text": "x"}))

@@ -12,7 +12,6 @@ import pytest
 import websockets
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
 from support import Page, eventually, open_page, page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])

@@ -9,9 +9,7 @@ import signal
 import sys
 
 import anyio
-import pytest
 from mcp import Client
-
 from support import Page, free_port, open_page, page, running_bridge, tool
 
 ECHO = tool("echo", "Echo the text back.", {"text": {"type": "string"}}, ["text"])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from browser_support import browser, mcp_client, open_page, text_of, wait_for_tools  # noqa: F401 (fixture)
+from browser_support import mcp_client, open_page, text_of, wait_for_tools
 from support import TIMEOUT, free_port, running_bridge
 
 import bridge

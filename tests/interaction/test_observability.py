@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
-
-from bridge.metrics import CALL_BUCKETS, Histogram
 from support import eventually, free_port, open_page, page, running_bridge, tool
+
+from bridge.metrics import CALL_BUCKETS
 
 ECHO = tool("echo", "Echo the text back.", {"text": {"type": "string"}}, ["text"])
 
@@ -59,14 +59,6 @@ async def test_metrics_count_pages_tools_calls_and_searches():
         assert got[("agui_bridge_call_duration_seconds_sum", room)] > 0
 
 
-def test_histogram_buckets_hold_their_bound_and_count_upwards():
-    histogram = Histogram((0.005, 0.01, 1.0))
-    for seconds in (0.005, 0.0051, 0.5, 1.0, 700.0):
-        histogram.observe(seconds)
-    assert histogram.cumulative() == [("0.005", 1), ("0.01", 2), ("1.0", 4), ("+Inf", 5)]
-    assert histogram.sum == 0.005 + 0.0051 + 0.5 + 1.0 + 700.0
-
-
 async def test_metrics_count_event_stream_reconnects():
     async with running_bridge() as b, page(b, ECHO) as p, httpx.AsyncClient() as http:
         await p.stop_listening()
@@ -105,8 +97,8 @@ async def test_one_span_per_call_with_tool_room_and_outcome():
     assert span.attributes["agui.tool"] == "echo" and span.attributes["agui.room"] == "default"
     assert span.attributes["agui.outcome"] == "error"
     assert not span.status.is_ok
-    parent = next((s for s in exporter.get_finished_spans() if span.parent and s.context.span_id == span.parent.span_id),
-                  None)
+    parent = next((s for s in exporter.get_finished_spans()
+                   if span.parent and s.context.span_id == span.parent.span_id), None)
     assert parent is not None, "the call's span is a child of the SDK's request span"
 
 
@@ -162,27 +154,3 @@ async def test_dashboard_shows_arguments_agents_and_refusals_and_cancels_a_call(
         assert await p.event() == {"type": "agui.tool.cancel", "call_id": invoke["call_id"],
                                    "reason": "cancelled by an operator"}
         assert (await http.post(f"{b.url}/api/calls/{call['call_id']}/cancel")).status_code == 404
-
-
-def test_log_lines_are_what_loggings_own_formatter_writes():
-    """The line formatter formats a second's date once and joins the line itself; its lines, with
-    tracebacks and stacks, are what logging's own formatter would write."""
-    import logging
-
-    from bridge.server import LINE_FORMAT, LineFormatter
-
-    ours, standard = LineFormatter(), logging.Formatter(LINE_FORMAT)
-    try:
-        raise ValueError("broken\n")
-    except ValueError:
-        exc_info = sys.exc_info()
-    for created in (1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.004, 1_700_000_001.5, 1_699_999_999.25):
-        for exc, stack, message in ((None, None, "call room=%s"), (exc_info, None, "failed %s"),
-                                    (exc_info, "Stack (most recent call last):\n  here", "ends\n%s"),
-                                    (None, "Stack:\n  there", "call %s")):
-            records = [logging.LogRecord("bridge.core.hub", logging.INFO, __file__, 1, message, ("default",), exc,
-                                         sinfo=stack) for _ in range(2)]
-            for record in records:
-                record.created, record.msecs = created, (created - int(created)) * 1000
-            assert ours.format(records[0]) == standard.format(records[1])
-    assert ours.formatTime(records[0], "%H") == standard.formatTime(records[1], "%H")

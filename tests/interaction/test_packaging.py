@@ -27,9 +27,9 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 from mcp import Client
+from support import running_bridge
 
 import bridge
-from support import running_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60

@@ -11,11 +11,9 @@ import signal
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx2
-import pytest
 import redis
 from mcp import Client
-
-from redis_support import redis_server, redis_url, start_bridge_process, start_redis, stop, wait_for_port
+from redis_support import start_bridge_process, start_redis, stop, wait_for_port
 from support import Page, eventually, free_port, open_page, running_bridge, tool
 
 HEARTBEAT = 0.2

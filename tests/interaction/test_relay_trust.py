@@ -20,14 +20,14 @@ import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.routing import Mount
+from support import Page, PortOnly, free_port, running_bridge
+from test_stdio import HANDSHAKE, ended, send, started_stdio, stdio_command, stopped
+from test_stdio_sharing import ECHO, answer_next, listed, runtime_dir, stdio_params  # noqa: F401 (a fixture)
 
 from bridge import _port_claim as port_claim
 from bridge.app import Bridge
 from bridge.config import Settings
 from bridge.server import HOLDER_WAIT_SECONDS, RunningServer
-from support import Page, PortOnly, free_port, running_bridge
-from test_stdio import HANDSHAKE, ended, send, started_stdio, stdio_command, stopped
-from test_stdio_sharing import ECHO, answer_next, listed, runtime_dir, stdio_params  # noqa: F401 (a fixture)
 
 AGENT_TOKEN = "the-agent-token-a-squatter-wants"
 

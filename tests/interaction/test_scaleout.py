@@ -21,11 +21,11 @@ import pytest
 import redis
 import websockets
 from mcp import Client
+from redis_support import start_redis, wait_for_port
+from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 from bridge.core.catalog import Room
 from bridge.core.hub import CATALOG_SLICE
-from redis_support import redis_server, redis_url, start_redis, wait_for_port
-from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 ERAS = ["legacy", "2026-07-28"]
@@ -202,7 +202,8 @@ async def test_tools_unregistered_on_another_process_leave_its_mirror_at_once_th
         stop()
         # Gone from the room, its listing and search at once; their index entries only hidden so far.
         (left, listed, hidden, found), = seen
-        assert (left, listed, hidden) == (50, True, 250) and found and all(int(key.removeprefix("report_")) < 50 for key in found)
+        assert (left, listed, hidden) == (50, True, 250) and found
+        assert all(int(key.removeprefix("report_")) < 50 for key in found)
         await eventually(lambda: room.index.sweep(0) == 0)
         fresh = Room("fresh", room.policy)
         fresh.register(p.session_id, "Test page", [t.definition for t in room.tools_of(p.session_id)])
@@ -323,7 +324,7 @@ MANY = [tool(f"widget_{i}", f"Adjust widget number {i} on the dashboard panel") 
 
 
 async def test_search_mode_names_and_activation_are_the_same_on_every_process(redis_url):
-    async with bridges(redis_url) as (a, b), page(a, *MANY) as p, page(b, CONFIRM, title="Other page") as other, \
+    async with bridges(redis_url) as (a, b), page(a, *MANY), page(b, CONFIRM, title="Other page") as other, \
             Client(a.mcp_url(), mode="legacy") as on_a, Client(b.mcp_url(), mode="2026-07-28") as on_b:
         await eventually(lambda: len(a.hub.room("default")) == len(b.hub.room("default")) == 52)
         assert tools_of(a) == tools_of(b) and "invoice_tool" not in tools_of(b)

@@ -12,7 +12,6 @@ import httpx
 import pytest
 from mcp import Client
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-
 from search_support import many_tools, match_names, search
 from support import page, running_bridge, tool
 
@@ -28,10 +27,12 @@ class HandshakeAgent:
     async def start(self) -> None:
         answer = await self.http.post(self.url, headers=self.headers, json={
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}})
         assert answer.status_code == 200, answer.text
         self.headers |= {"Mcp-Session-Id": answer.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
-        await self.http.post(self.url, headers=self.headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.http.post(self.url, headers=self.headers,
+                             json={"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def call(self, name: str, arguments: dict) -> dict:
         answer = await self.http.post(self.url, headers=self.headers, json={
@@ -98,5 +99,6 @@ async def test_tools_tied_on_the_words_come_by_name_and_one_registered_later_tak
         assert match_names(await search(client, "export record")) == [f"export_record_{n:03}" for n in range(5)]
         async with page(b, tool("export_record_0000", "Export a record of kind 0000")):
             assert match_names(await search(client, "export record")) == [
-                "export_record_000", "export_record_0000", "export_record_001", "export_record_002", "export_record_003"]
+                "export_record_000", "export_record_0000", "export_record_001", "export_record_002",
+                "export_record_003"]
         assert match_names(await search(client, "export record")) == [f"export_record_{n:03}" for n in range(5)]

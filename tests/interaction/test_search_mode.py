@@ -12,11 +12,11 @@ from contextlib import asynccontextmanager
 import mcp_types as types
 import pytest
 from mcp import Client
+from search_support import DOMAINS, META, listed, many_tools, match_names, search
+from support import eventually, page, running_bridge, tool
 
 from bridge.core.catalog import INPUT_EXAMPLES_META
 from bridge.mcp_edge.room_server import NOTIFY_DELAY
-from search_support import DOMAINS, META, listed, many_tools, match_names, search
-from support import eventually, page, running_bridge, tool
 
 ERAS = ["legacy", "2026-07-28"]
 
@@ -272,7 +272,8 @@ async def test_input_examples_reach_agents_in_the_listing_describe_and_search():
 ])
 async def test_an_example_that_does_not_match_its_schema_refuses_the_tool(examples, problem):
     async with running_bridge() as b, page(b) as p, Client(b.mcp_url(), mode="legacy") as client:
-        await p.send({"type": "agui.tools.register", "id": 1, "tools": [tool("fine"), TRANSFER | {"inputExamples": examples}]})
+        await p.send({"type": "agui.tools.register", "id": 1,
+                      "tools": [tool("fine"), TRANSFER | {"inputExamples": examples}]})
         registered, error = await p.reply(), await p.reply()
         assert [t["name"] for t in registered["tools"]] == ["fine"]
         assert error["code"] == "invalid_tool" and error["tool"] == "transfer_money", error
@@ -334,7 +335,8 @@ async def test_activation_is_bounded_and_the_least_recently_used_leave_first():
 async def test_search_matches_are_compact_and_describe_keeps_the_full_schema():
     nested = tool("ship_order", "Ship an order to a customer address", {
         "order_id": {"type": "string"}, "items": {"type": "array", "items": {"type": "integer"}},
-        "speed": {"enum": ["standard", "express"]}, "address": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "speed": {"enum": ["standard", "express"]},
+        "address": {"type": "object", "properties": {"city": {"type": "string"}}},
         "gift": {"type": "boolean", "description": "Wrap it"}}, ["order_id", "items", "speed", "address"])
     long = tool("long_tool", "Summarise a long report " + "with many words " * 30 + "\nSecond line.")
     async with running_bridge(inline_max=10) as b, page(b, *many_tools(20), TRANSFER, nested, long), \
@@ -370,7 +372,8 @@ async def test_the_deferred_count_agents_are_told_follows_activation():
         assert found, instructions
         return int(found.group(1))
 
-    async with running_bridge(inline_max=10, max_activated=2) as b, page(b, *many_tools(60), CONFIRM | {"pinned": True}):
+    async with running_bridge(inline_max=10, max_activated=2) as b, \
+            page(b, *many_tools(60), CONFIRM | {"pinned": True}):
         room = b.hub.room("default")
         async with Client(b.mcp_url(), mode="legacy") as client:
             page_tools = [n for n in await listed(client) if n not in META]

@@ -21,10 +21,10 @@ import websockets
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 from bridge.app import Bridge
 from bridge.config import InsecureSettings, Settings
-from support import Page, eventually, free_port, open_page, page, running_bridge, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 ERAS = ["legacy", "2026-07-28"]

@@ -10,9 +10,8 @@ from typing import Any
 
 import httpx
 import redis.asyncio
-
 from modern_agent import Agent
-from redis_support import redis_server, redis_url, start_bridge_process, stop, wait_for_port  # noqa: F401
+from redis_support import start_bridge_process, stop, wait_for_port
 from support import eventually, free_port, page, running_bridge, tool
 
 APPROVE = tool("approve_payment", "Ask the user to approve a payment.", {"amount": {"type": "number"}},

@@ -8,9 +8,7 @@ import sys
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-
 from support import Page, PortOnly, eventually, free_port, tool, wait_for_http
-
 
 META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default
 HANDSHAKE = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -18,10 +18,10 @@ from contextlib import AsyncExitStack
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
-from bridge.server import HOLDER_WAIT_SECONDS
 from support import Page, PortOnly, free_port, running_bridge, tool, wait_for_http
 from test_stdio import ended, send, started_stdio, stdio_command, stopped
+
+from bridge.server import HOLDER_WAIT_SECONDS
 
 ECHO = tool("echo", "Say it back.", {"text": {"type": "string"}}, ["text"])
 

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
-from browser_support import browser, serve_html  # noqa: F401 (fixture)
+from browser_support import serve_html
 from mcp import Client
-from redis_support import redis_server, redis_url  # noqa: F401 (fixtures)
 from support import Page, eventually, open_page, running_bridge, tool
-
-from bridge.core.catalog import ListingPolicy, Room, check_definition
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 SHOP_CONFIRM = tool("user_confirm", "Ask the shop's customer to confirm.", {"title": {"type": "string"}}, ["title"])
@@ -227,43 +223,6 @@ async def test_page_activity_messages_that_do_not_fit_are_refused():
             await refused.close()
             await tab.send({"type": "agui.page.active", "id": 4})  # fine, and answered with nothing
             await tab.register(tool("still_fine"))
-
-
-# --- the catalog under any order of registrations, changes and departures -----------------------
-
-
-def test_names_stay_consistent_through_any_order_of_tabs_coming_changing_and_leaving():
-    rng = random.Random(11)
-    room = Room("r", ListingPolicy(inline_max=8, meta_tools=3, reserved_names=frozenset({"tool_search"})))
-    versions = [check_definition({"name": name, "description": f"version {v}"})
-                for name in ("confirm", "read", "tool_search") for v in (1, 2)]
-    sessions, origins = [f"S{n}xxxxxxx" for n in range(6)], [None, APP, OTHER_APP]
-    origin_of = {sid: rng.choice(origins) for sid in sessions}
-    reached: dict[str, str] = {}  # a name agents were given -> the page's name for the tool
-    for step in range(600):
-        sid = rng.choice(sessions)
-        if rng.random() < 0.6:
-            room.register(sid, None, rng.sample(versions, rng.randint(1, 3)), origin=origin_of[sid])
-        else:
-            room.unregister(sid, rng.sample(["confirm", "read", "tool_search"], rng.randint(1, 3)))
-        tools = [t for s in sessions for t in room.tools_of(s)]
-        for t in tools:
-            listed_tool = room.get(t.key)
-            assert listed_tool is not None and t in room.offering(listed_tool), step
-            assert all(o.definition_json == t.definition_json and o.origin == t.origin for o in room.offering(t))
-            assert t.key != "tool_search", step  # a meta-tool's name is never a page's
-        keys = {t.key for t in tools}
-        assert room.page_tools == len(tools) and len(room) == len(keys), step
-        assert len(room.index) == len(keys) and all(key in room.index for key in keys), step
-        # A name agents were given reaches a tool of that name for as long as a page offers one.
-        for name, page_name in list(reached.items()):
-            now = room.named(name)
-            if now is None:
-                del reached[name]
-            else:
-                assert now.page_name == page_name, f"{step}: {name} now reaches another tool"
-        for t in tools:
-            reached.setdefault(t.key, t.page_name)
 
 
 # --- shared mode -------------------------------------------------------------------------------

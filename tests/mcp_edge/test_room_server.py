@@ -1,11 +1,12 @@
-"""The MCP adapter's change notifications, driven directly (no HTTP): coalescing and no lost change."""
+"""A room's MCP server (bridge.mcp_edge.room_server): its change notifications, driven directly (no HTTP):
+coalescing and no lost change."""
 
 from __future__ import annotations
 
 import asyncio
 
-from bridge.core.catalog import check_definition
 from bridge.config import Settings
+from bridge.core.catalog import check_definition
 from bridge.core.hub import Hub
 from bridge.mcp_edge.room_server import NOTIFY_DELAY, RoomServer
 

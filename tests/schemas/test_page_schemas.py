@@ -1,19 +1,27 @@
-"""The quick schema check: it may only say "surely valid" of what jsonschema finds valid.
+"""Page schemas (bridge.schemas.page_schemas): the quick check, and what registration refuses.
+
+The quick schema check may only say "surely valid" of what jsonschema finds valid.
 
 `SchemaCheck` answers valid instances of plain schemas without jsonschema; anything it is not
 sure of goes to jsonschema, which writes the reasons. A wrong "valid" would let bad arguments
 reach a page, so the property is checked on random schemas of the keywords it handles, with
 random instances, many of them near the schema's edges (bool for number, 1.0 for integer, ...).
+
+A definition whose schemas (or free JSON: examples, annotations) would blow up the validator is refused
+when it registers, with the limit and the field named.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from validation_support import RECURSIVE_BOMB, deep, nested_any_of
 
-from bridge.schemas.page_schemas import SchemaCheck, Validator, quick_check
+from bridge.core.catalog import check_definition
+from bridge.schemas.page_schemas import SchemaCheck, Validator, quick_check, unfolded_size
 
 PROPERTY = settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = st.sampled_from(["a", "b", "text", "n"])
@@ -94,3 +102,42 @@ def test_true_is_not_one_and_keywords_it_does_not_handle_go_to_jsonschema():
         assert quick_check(schema) is None, schema
     assert SchemaCheck({"pattern": "^a"}).errors("b", "(arguments)") == '(arguments): "b" does not match "^a"'
     assert quick_check({"pattern": "^a"})("abc") and not quick_check({"pattern": "^a"})("b")
+
+
+# --- what registration refuses ---------------------------------------------------------------------
+
+
+def test_schemas_that_blow_up_are_refused_with_the_limit_and_the_field():
+    def refused(schema: dict, field: str = "inputSchema") -> str:
+        with pytest.raises(ValueError) as error:
+            check_definition({"name": "t", field: schema})
+        return str(error.value)
+
+    assert unfolded_size(nested_any_of(16), 10**9) > 131_000
+    message = refused(nested_any_of(16))
+    assert message.startswith("inputSchema is not a usable JSON Schema") and "over 50,000 subschemas" in message
+    assert "over 50,000 subschemas" in refused(nested_any_of(16), "outputSchema")
+    patterns = {"type": "object", "patternProperties": {f"^k{i}$": {"type": "integer"} for i in range(1500)}}
+    message = refused({"type": "object", "properties": {"m": patterns}})
+    assert "patternProperties at /properties/m has 1500 patterns, over the limit of 64" in message
+    message = refused({"type": "object", "allOf": [{"$ref": "#"}]})
+    assert "refers to itself without end" in message
+    # Legitimate schemas of the same features pass.
+    check_definition({"name": "t", "inputSchema": nested_any_of(10)})
+    check_definition({"name": "t", "inputSchema": RECURSIVE_BOMB})
+    check_definition({"name": "t", "inputSchema": {"type": "object", "properties": {"children": {
+        "type": "array", "items": {"$ref": "#"}}}}})
+
+
+def test_free_json_in_a_definition_is_bounded_like_a_schema():
+    def refused(**fields: Any) -> str:
+        with pytest.raises(ValueError) as error:
+            check_definition({"name": "t", **fields})
+        return str(error.value)
+
+    assert refused(inputExamples=[{}, deep(300)]) == "inputExamples[1]: nests 300 levels deep, over the limit of 32"
+    assert refused(annotations={"x-extra": deep(40)}) == "annotations: nests 41 levels deep, over the limit of 32"
+    assert refused(annotations={"x-extra": "z" * 70_000}).startswith("annotations: 70")
+    message = refused(inputSchema=RECURSIVE_BOMB, inputExamples=[{"x": deep(30)}])
+    assert message.startswith("inputExamples[0] does not match the inputSchema: (example): validation exceeded its "
+                              "work budget"), message

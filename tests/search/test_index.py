@@ -1,4 +1,5 @@
-"""The tool search index: tokenizer, ranking rules and incremental updates (no server)."""
+"""The tool search index (bridge.search.index, with its tokenizer and BM25): tokenizer, ranking rules,
+incremental updates, and what a full garbage collection follows of it (no server)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from types import FunctionType, ModuleType
 
 import numpy as np
 import pytest
-
+from gc_support import followed
 from rank_bm25 import BM25Okapi
 
-from bridge.search._bm25 import B, K1, LiveBM25, squared_idf
+from bridge.search._bm25 import K1, B, LiveBM25, squared_idf
 from bridge.search.index import RERANK_DEPTH, IndexedTool, SearchHit, ToolIndex
 from bridge.search.tokenizer import split_words, stem, terms, tokenize, word_terms, words
 
@@ -306,7 +307,8 @@ def test_string_enum_values_of_parameters_and_array_items_are_searchable() -> No
 
 def test_malformed_schema_is_ignored() -> None:
     index = ToolIndex([tool("odd", "Odd tool", input_schema={"properties": ["not", "a", "mapping"]}),
-                       tool("odder", "Odder tool", input_schema={"properties": {"x": "not a schema", "y": {"description": 3}}})])
+                       tool("odder", "Odder tool",
+                            input_schema={"properties": {"x": "not a schema", "y": {"description": 3}}})])
     assert set(keys(index.search("odd"))) == {"odd"}
     assert keys(index.search("odder")) == ["odder"]
 
@@ -473,6 +475,30 @@ def test_a_full_collection_walks_no_more_of_a_large_index_than_of_a_small_one() 
         return index
 
     assert tracked_within(index_of(2000)) == tracked_within(index_of(200))
+
+
+def test_the_index_adds_one_reference_a_tool_to_what_a_full_collection_follows():
+    # Its term counts; what the index keeps by slot or by name (keys, names, a name's slots, the
+    # names joined for the substring fallback) is where the collector does not look, and a slot
+    # freed is reused.
+    verbs, nouns = ["get", "send", "list", "track", "book"], ["invoice", "order", "flight", "parcel", "note", "photo"]
+
+    def tools(start: int, count: int) -> list[IndexedTool]:  # a few words in all: postings that do not grow
+        named = ((n, verbs[n % 5], nouns[n // 5 % 6]) for n in range(start, start + count))
+        return [IndexedTool(key=f"{verb}_{noun}_{n // 30}", name=f"{verb}_{noun}",
+                            description=f"{verb.title()} the {noun}.") for n, verb, noun in named]
+
+    index = ToolIndex(tools(0, 30))
+    assert index.search("calc") == []  # no word matches: the names are joined to look for it in them
+    before = followed()
+    index.add(tools(30, 3000))
+    assert [hit.key for hit in index.search("book flight", 1)] == ["book_flight_0"]
+    assert index.search("calc") == []
+    assert (followed() - before) / 3000 < 1.5
+    index.remove(tool.key for tool in tools(30, 3000))
+    index.add(tools(30, 3000))
+    assert index.search("calc") == []
+    assert (followed() - before) / 3000 < 1.5
 
 
 # --- the BM25 scorer against rank_bm25's ------------------------------------------------------

