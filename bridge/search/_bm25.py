@@ -1,7 +1,7 @@
 """Okapi BM25 over a corpus that changes in place (`LiveBM25`), with a squared idf.
 
 rank_bm25's BM25Okapi formula, updated by put() and clear() rather than rebuilt;
-tests/test_search_index.py checks its scores against BM25Okapi's own. bridge.search.index ranks
+tests/search/test_index.py checks its scores against BM25Okapi's own. bridge.search.index ranks
 tools with it.
 """
 
@@ -42,7 +42,7 @@ class LiveBM25:
 
         score(d, q) = sum over terms t of q:  idf(t) x tf(t, d) (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| / avgdl))
 
-    with the idf given (tests/test_search_index.py checks the scores against BM25Okapi's own on a
+    with the idf given (tests/search/test_index.py checks the scores against BM25Okapi's own on a
     small corpus, given its idf). Documents live in slots; put() and clear() keep the term
     counts, lengths and postings current, and nothing is rebuilt.
 
