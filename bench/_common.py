@@ -7,8 +7,8 @@ Every server runs in its own process, so what is measured is what an agent sees:
   keyword arguments, `StreamableHTTPSessionManager` under uvicorn) whose tools answer in-process
   (`python bench/_common.py floor --port N`, `start_floor`);
 - the pages: one process holding any number of real pages, each a `websockets` client plus an
-  event-stream reader on a plain asyncio connection, driven by JSON lines on its stdin (`python bench/_common.py pages --url U`,
-  `Pages`);
+  event-stream reader on a plain asyncio connection, driven by JSON lines on its stdin
+  (`python bench/_common.py pages --url U`, `Pages`);
 - the agents: MCP SDK clients of either protocol era in the benchmark's own process (`mcp_client`).
 
 Needs only what the project installs (mcp, uvicorn, starlette, websockets, httpx). Memory is read

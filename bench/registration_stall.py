@@ -9,10 +9,10 @@ thread, the loop's too); on the resident tools' rows, the CPU time of a full col
 quickest of 3) with them registered and the start-up heap frozen, as `serve` freezes it, and
 "tracked" the objects it walks. Then, in each room: 5 pages of 200 tools leave at once; a page of
 another process (shared mode) registers 1,000 tools and unregisters them, as this process mirrors
-them (bridge.redis_link's ToolMirror, given each change as published, from its JSON text, timed
+them (bridge.shared_mode._mirror's ToolMirror, given each change as published, from its JSON text, timed
 until it is applied); and the semantic model arrives after the tools (a stand-in model that
 answers at once, so the rows show the loop's own part: Catalog.use_embedder, then every tool
-embedded by bridge.semantic.embed_pending, the stand-in running on the model's thread).
+embedded by bridge.search.semantic.embed_pending, the stand-in running on the model's thread).
 The second table times one-tool registrations in room "b", one after the other, for as long as
 room "a" registers large schemas; its baseline is the same registrations with room "a" idle.
 Prints both tables; the bounds are 20 ms for a stall and 50 ms for a registration's wait.
@@ -38,12 +38,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.catalog import check_definition  # noqa: E402
 from bridge.config import Settings  # noqa: E402
-from bridge.hub import Hub  # noqa: E402
-from bridge.messages import Hello, PageInfo, RegisterTools  # noqa: E402
-from bridge.redis_link import ToolMirror  # noqa: E402
-from bridge.semantic import embed_pending  # noqa: E402
+from bridge.core.catalog import check_definition  # noqa: E402
+from bridge.core.hub import Hub  # noqa: E402
+from bridge.core.messages import Hello, PageInfo, RegisterTools  # noqa: E402
+from bridge.search.semantic import embed_pending  # noqa: E402
+from bridge.shared_mode._mirror import ToolMirror  # noqa: E402
 
 VERBS = ["get", "set", "list", "create", "delete", "export", "open", "search", "send", "update"]
 NOUNS = ["invoice", "order", "customer", "ticket", "report", "playlist", "flight", "meeting", "file", "photo"]

@@ -38,7 +38,7 @@ allocator keeping a peak (growing once).
     .venv/bin/python bench/resilience.py --redis    # pages on one process, agents on another (Redis)
 
 Exits 1 when any call was lost, doubled, wrong or an error; `--json PATH` also writes the run's counts
-there. tests/test_resilience.py runs the quick variant so (`--quick --no-warmup --settle 0 --json ...`).
+there. tests/interaction/test_resilience.py runs the quick variant so (`--quick --no-warmup --settle 0 --json ...`).
 """
 
 from __future__ import annotations
@@ -596,9 +596,10 @@ async def _bridge_state(http: httpx.AsyncClient, url: str) -> str:
         return f"/api/state: {type(exc).__name__}: {exc}"
     calls = state.get("calls", [])
     ages = sorted(c.get("age_s", 0) for c in calls)
+    connected = sum(p.get('connected', False) for r in state.get('rooms', []) for p in r.get('pages', []))
     return (f"bridge has {len(calls)} calls in flight on {len({c.get('page_id') for c in calls})} pages"
             + (f", ages {ages[0]:.1f}-{ages[-1]:.1f} s" if ages else "")
-            + f"; pages connected: {sum(p.get('connected', False) for r in state.get('rooms', []) for p in r.get('pages', []))}"
+            + f"; pages connected: {connected}"
             + f"; recent outcomes: {dict(Counter(r.get('outcome') for r in state.get('recent', [])))}")
 
 
@@ -739,7 +740,8 @@ def report(cfg: Config, t: Tally) -> str:
         lines.append(f"lost, by where they stopped: {dict(Counter(i.split(' (', 1)[1].rstrip(')') for i in t.lost))}")
         lines += [f"stalled: {state}" for state in t.stall_state]
     for name, items in (("failed reconnections", [f"{n} x {why}" for why, n in t.reconnect_failures.most_common()]),
-                        ("pages that gave up", t.fault_failures), ("errors", t.errors), ("lost", t.lost), ("doubled", t.doubled), ("wrong", t.wrong)):
+                        ("pages that gave up", t.fault_failures), ("errors", t.errors), ("lost", t.lost),
+                        ("doubled", t.doubled), ("wrong", t.wrong)):
         if items:
             lines.append(f"{name} (first 10):")
             lines += [f"  {item}" for item in items[:10]]
@@ -755,7 +757,8 @@ def report(cfg: Config, t: Tally) -> str:
     if w is not None and w.failed:
         lines.append(f"warm-up FAILED: {w.ok} of {w.calls} calls OK; errors {len(w.errors)}, lost {len(w.lost)}, "
                      f"wrong {len(w.wrong)}, doubled {len(w.doubled)}; first: {(w.errors + w.lost + w.wrong)[:3]}")
-    lines.append("FAILED: a call was lost, doubled, wrong or an error" if t.failed else "OK: every call answered exactly once")
+    lines.append("FAILED: a call was lost, doubled, wrong or an error" if t.failed
+                 else "OK: every call answered exactly once")
     return "\n".join(lines)
 
 
@@ -776,12 +779,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, help="calls per page")
     parser.add_argument("--concurrency", type=int, help="calls in flight per page")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--faults", help="comma-separated kinds of fault: ws-drop, stream-drop, reload (default all three), or none")
+    parser.add_argument("--faults", help="comma-separated kinds of fault: ws-drop, stream-drop, reload "
+                                          "(default all three), or none")
     parser.add_argument("--client-keepalive", type=float,
                         help="seconds agents' HTTP clients reuse an idle connection (default 2; the MCP SDK's is 5)")
     parser.add_argument("--bridge-src", help="run the bridge package found in this directory (a scratch variant)")
     parser.add_argument("--resend-window", type=float,
-                        help="seconds: answers written this soon before a WebSocket drop are sent again (default 1; 0: never)")
+                        help="seconds: answers written this soon before a WebSocket drop are sent again "
+                             "(default 1; 0: never)")
     parser.add_argument("--stall", type=float,
                         help="seconds without any call returning after which the calls left are lost (default 60)")
     parser.add_argument("--rounds", type=int, help="repeat the run this many times, memory read after each (default 1)")

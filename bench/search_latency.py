@@ -25,7 +25,7 @@ from rank_bm25 import BM25Okapi
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.search import IndexedTool, ToolIndex  # noqa: E402
+from bridge.search.index import IndexedTool, ToolIndex  # noqa: E402
 
 VERBS = """get list create update delete send search find fetch upload download convert schedule
 cancel book check calculate translate summarize export import sync share archive approve reject
@@ -212,7 +212,7 @@ def measure_hybrid(size: int, query_count: int, embedder) -> list[tuple[str, str
     searching at once), and registering the same tools again (cached by text)."""
     import asyncio
 
-    from bridge.semantic import embed_pending
+    from bridge.search.semantic import embed_pending
 
     catalog = Catalog(seed=size)
     tools = catalog.tools(size)
@@ -247,7 +247,7 @@ async def registering_stall(index: ToolIndex, page: list[IndexedTool], slice_siz
     the seconds until all is embedded."""
     import asyncio
 
-    from bridge.semantic import embed_pending
+    from bridge.search.semantic import embed_pending
 
     longest, running = 0.0, True
 
@@ -282,7 +282,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.model or args.model_path:
-        from bridge.semantic import DEFAULT_MODEL, load_embedder
+        from bridge.search.models import DEFAULT_MODEL, load_embedder
 
         embedder = load_embedder(args.model or DEFAULT_MODEL, path=args.model_path, threads=2)
         print(f"{'tools':>6}  {'hybrid tier (' + embedder.name + ')':<52} {'':>24}")

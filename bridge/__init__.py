@@ -7,7 +7,7 @@ The public API::
 `Bridge(settings)` is an ASGI app (see `bridge.app`); `serve()` and `serve_stdio()` run one
 (see `bridge.server`). They are imported on first use, so the core modules (`catalog`,
 `search`, `calls`, `results`, `sessions`, `hub`, `messages`) stay usable without starlette
-or mcp: `from bridge.search import ToolIndex` imports neither.
+or mcp: `from bridge.search.index import ToolIndex` imports neither.
 """
 
 from __future__ import annotations

@@ -24,11 +24,9 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
 from bridge.config import LOOPBACK_HOSTS, Settings
 
-log = logging.getLogger("bridge.pages")
-host_log = logging.getLogger("bridge.access")
+log = logging.getLogger(__name__)
 
 
 def origin_pattern(patterns: str) -> re.Pattern[str]:
@@ -73,7 +71,7 @@ class TrustedHosts:
         name = (host or "").rpartition(":")[0] if _has_port(host or "") else host
         if host is not None and host not in self._refused and len(self._refused) < 100:
             self._refused.add(host)
-            host_log.warning("refused a request for Host %s; if clients reach the bridge by that name, start it with "
+            log.warning("refused a request for Host %s; if clients reach the bridge by that name, start it with "
                              "--public-hosts %s", host, name)
         what = f"the Host {host}" if host is not None else "a request without a Host header"
         return PlainTextResponse(f"This bridge does not answer {what}. If clients reach it by that name, start "
@@ -108,11 +106,6 @@ class PageOrigins:
                         origin, admitting)
         return (f"This page's origin, {origin}, may not connect to the bridge. To admit it, start the bridge with "
                 f"--allowed-origins '{admitting}' (embedded: Settings(allowed_origins={admitting!r})).")
-
-
-def room_name_problem(room: str) -> str | None:
-    """Why `room` cannot name a room (an agent's URL, an AG-UI run's), or None."""
-    return None if ROOM_NAME.fullmatch(room) else f"A room name is {ROOM_NAME_RULE}."
 
 
 def credential(headers: Mapping[str, str]) -> str:

@@ -32,15 +32,13 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from bridge import __version__, client_config
+from bridge._port_claim import NONCE, ClaimUnusable, PortClaim
 from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
-from bridge.agui_endpoint import AguiEndpoint
 from bridge.config import Settings, UnusableSettings
-from bridge.hub import Hub
-from bridge.mcp_adapter import McpRooms
+from bridge.core.hub import Hub
+from bridge.mcp_edge import McpRooms
 from bridge.metrics import BridgeMetrics
-from bridge.page_endpoints import PageEndpoints
-from bridge.port_claim import NONCE, ClaimUnusable, PortClaim
-
+from bridge.page_edge import AguiEndpoint, PageEndpoints
 
 
 def _web_client() -> Path:
@@ -65,9 +63,7 @@ def _from_a_browser(scope: Scope) -> bool:
 def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
     """Shared mode's link, task store and marks of used input states; the 'redis' extra is imported only then."""
     try:
-        from bridge.redis_link import RedisLink
-        from bridge.redis_states import RedisMarks
-        from bridge.redis_tasks import RedisTasks
+        from bridge.shared_mode import RedisLink, RedisMarks, RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
@@ -129,16 +125,17 @@ class Bridge:
                         embed_later=self.hub.semantic.embed_later)
         self.link = link
         self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks)
-        origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()  # wrong page tokens, per address
+        # FailedAttempts: wrong page tokens, per address.
+        origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         self.hosts = TrustedHosts(self.settings)
-        self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge.port_claim)
+        self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge._port_claim)
         # Requests without Origin skip the middleware stack and the router (their work on every request,
         # their frames held by every open connection): agents' MCP requests, page WebSockets and
         # same-origin event streams. The origin policies the router applies are for browsers.
         self._direct, routes = self._routes()
-        self._app = Starlette(routes=self._direct + routes, lifespan=self.lifespan)
+        self._app = Starlette(routes=routes, lifespan=self.lifespan)
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
@@ -187,9 +184,8 @@ class Bridge:
         await self._app(scope, receive, send)
 
     def _routes(self) -> tuple[list[BaseRoute], list[BaseRoute]]:
-        """Every route of the bridge, each with its endpoint and the origin policy browser requests
-        meet in the router: first those that also serve requests without Origin directly, then the
-        others."""
+        """The routes a request without Origin reaches directly, and every route of the bridge (each with
+        its endpoint and the origin policy browser requests meet in the router), from one table."""
         s = self.settings
         pages, agents = self.pages.origins.pattern, origin_pattern(s.agent_origins)
         # Pages served from other allowed origins open the event stream cross-origin; AG-UI apps
@@ -243,23 +239,26 @@ class Bridge:
                 return FileResponse(WEB_CLIENT / name)
             return Handler(serve)
 
-        direct: list[BaseRoute] = [  # agents' requests first: one a call, where a page opens its two once
-            Route("/mcp", self.mcp, middleware=for_agents),
-            Route("/rooms/{room}/mcp", self.mcp, middleware=for_agents),
-            Route("/agui/events", Handler(self.pages.events), methods=["GET"], middleware=for_pages),
-            WebSocketRoute("/agui/ws", PageSocket(self.pages)),  # no CORS: the endpoint checks the page's Origin
-        ]
-        routed: list[BaseRoute] = [
-            Route("/agui/run", self.agui, middleware=for_pages),
-            Route("/rooms/{room}/agui/run", self.agui, middleware=for_pages),
-            Route("/api/state", Handler(api_state), middleware=for_agents),
-            Route("/api/holder", holder, methods=["GET"], middleware=for_agents),
-            Route("/api/calls/{call_id}/cancel", Handler(cancel_call), middleware=for_agents),
-            Route("/metrics", Handler(metrics), middleware=for_agents),
-            Route("/", page("demo.html"), methods=["GET"]),
-            Route("/dashboard", page("dashboard.html"), middleware=for_agents),
+        # Every route: its path, endpoint and origin policy, and whether a request without Origin reaches
+        # its endpoint directly (agents' requests first: one a call, where a page opens its two once).
+        direct, routed = True, False
+        table: list[tuple[BaseRoute, bool]] = [
+            (Route("/mcp", self.mcp, middleware=for_agents), direct),
+            (Route("/rooms/{room}/mcp", self.mcp, middleware=for_agents), direct),
+            (Route("/agui/events", Handler(self.pages.events), methods=["GET"], middleware=for_pages), direct),
+            # No CORS: the endpoint checks the page's Origin.
+            (WebSocketRoute("/agui/ws", PageSocket(self.pages)), direct),
+            (Route("/agui/run", self.agui, middleware=for_pages), routed),
+            (Route("/rooms/{room}/agui/run", self.agui, middleware=for_pages), routed),
+            (Route("/api/state", Handler(api_state), middleware=for_agents), routed),
+            (Route("/api/holder", holder, methods=["GET"], middleware=for_agents), routed),
+            (Route("/api/calls/{call_id}/cancel", Handler(cancel_call), middleware=for_agents), routed),
+            (Route("/metrics", Handler(metrics), middleware=for_agents), routed),
+            (Route("/", page("demo.html"), methods=["GET"]), routed),
+            (Route("/dashboard", page("dashboard.html"), middleware=for_agents), routed),
             # The client is public code: any origin may import it, so a page the bridge refuses still
             # loads it and hears why (`forbidden_origin` names the setting that would admit it).
-            Mount("/client", CORSMiddleware(ClientFiles(directory=WEB_CLIENT, check_dir=False), allow_origins=["*"])),
+            (Mount("/client", CORSMiddleware(ClientFiles(directory=WEB_CLIENT, check_dir=False),
+                                             allow_origins=["*"])), routed),
         ]
-        return direct, routed
+        return [route for route, is_direct in table if is_direct], [route for route, _ in table]

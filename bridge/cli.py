@@ -9,7 +9,8 @@ import logging.config
 import sys
 from pathlib import Path
 
-from bridge import __version__, client_config, user_files
+from bridge import __version__, client_config
+from bridge import _user_files as user_files
 from bridge.config import Settings, UnusableSettings, add_arguments, from_arguments
 from bridge.server import PortInUse, RunningServer, log_config, serve, serve_stdio
 

@@ -4,7 +4,7 @@ The entry names this installation's executable by its absolute path (GUI apps su
 Desktop do not read the shell's PATH) and carries the settings given with it: plain ones as
 flags, tokens in `env` (a process's arguments are visible to every user of the machine).
 With `--write` it is merged into the client's own config file (JSON, or VS Code's JSON with comments,
-whose comments and layout are kept), after a backup of that file (bridge/user_files.py: how it is
+whose comments and layout are kept), after a backup of that file (bridge/_user_files.py: how it is
 written safely). What the user should know about where a token ends up is said beside it.
 """
 
@@ -19,7 +19,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from bridge import jsonc, user_files
+from bridge import _jsonc as jsonc
+from bridge import _user_files as user_files
 from bridge.config import ENV_PREFIX, Settings, UnusableSettings
 
 CLIENTS = ("claude-desktop", "cursor", "vscode", "claude-code")

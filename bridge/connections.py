@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the guard is typed against h11's protocol; httptools' has t
 else:
     _HTTPProtocol = object
 
-logger = logging.getLogger("bridge.connections")
+logger = logging.getLogger(__name__)
 
 # Files the bridge needs beside its connections: ~10 at start (standard streams, the event loop's,
 # the listening socket), then a Redis pool, files being sent, a search model's files, the log.

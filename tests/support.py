@@ -41,7 +41,7 @@ def free_port() -> int:
 @asynccontextmanager
 async def running_bridge(port: int = 0, **overrides: Any):
     """A bridge on 127.0.0.1: on a free port, or on `port` to stop one bridge and start another in its place."""
-    # Meta-tools only in search mode, so listings are the pages' own tools; tests/test_first_minutes.py
+    # Meta-tools only in search mode, so listings are the pages' own tools; tests/interaction/test_first_minutes.py
     # tests the default (always listed).
     settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5, log_level="warning",
                                 meta_tools="search-mode"),

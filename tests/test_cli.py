@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 import websockets
+from support import running_bridge
 
 import bridge
-from support import running_bridge
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "bridge.cli"]

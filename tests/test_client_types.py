@@ -54,9 +54,11 @@ def check_exports(web_client: Path, work: Path) -> subprocess.CompletedProcess[s
             f"type Exported{index} = {names};",
             # Each constant's type is `true` only when nothing is left over; otherwise the names left over.
             f"export const {name.replace('-', '_')}_declares_but_does_not_export: "
-            f"[Exclude<Declared{index}, Exported{index}>] extends [never] ? true : Exclude<Declared{index}, Exported{index}> = true;",
+            f"[Exclude<Declared{index}, Exported{index}>] extends [never] ? true "
+            f": Exclude<Declared{index}, Exported{index}> = true;",
             f"export const {name.replace('-', '_')}_exports_but_does_not_declare: "
-            f"[Exclude<Exported{index}, Declared{index}>] extends [never] ? true : Exclude<Exported{index}, Declared{index}> = true;",
+            f"[Exclude<Exported{index}, Declared{index}>] extends [never] ? true "
+            f": Exclude<Exported{index}, Declared{index}> = true;",
         ]
     (work / "exports.ts").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (work / "tsconfig.json").write_text(json.dumps({

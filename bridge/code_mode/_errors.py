@@ -9,8 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from pydantic_monty import (MontyCrashedError, MontyError, MontyRuntimeError, MontySyntaxError,
-                            MontyTypingError)
+from pydantic_monty import MontyCrashedError, MontyError, MontyRuntimeError, MontySyntaxError, MontyTypingError
 
 from bridge.code_mode.limits import Limits
 from bridge.code_mode.run_result import RunError

@@ -20,8 +20,15 @@ from functools import partial
 from typing import Any
 
 import pydantic_monty
-from pydantic_monty import (FunctionSnapshot, FutureSnapshot, MontyComplete, MontyError, MontyRuntimeError,
-                            MontyTypingError, NameLookupSnapshot)
+from pydantic_monty import (
+    FunctionSnapshot,
+    FutureSnapshot,
+    MontyComplete,
+    MontyError,
+    MontyRuntimeError,
+    MontyTypingError,
+    NameLookupSnapshot,
+)
 
 from bridge.code_mode import _values
 from bridge.code_mode._errors import from_monty, from_type_check

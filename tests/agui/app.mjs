@@ -1,4 +1,4 @@
-// An AG-UI app for tests/test_agui.py: the real @ag-ui/client HttpAgent and web_client/agui-app.js.
+// An AG-UI app for tests/interaction/test_agui.py: the real @ag-ui/client HttpAgent and web_client/agui-app.js.
 //
 //   node tests/agui/app.mjs '{"url": "http://127.0.0.1:8765/agui/run", "tools": ["add", "greet"], "label": "A"}'
 //

@@ -185,7 +185,8 @@ async def _audio(call: Invocation) -> None:
 
 async def _embedded_resource(call: Invocation) -> None:
     await call.answer({"content": [{"type": "resource", "resource": {
-        "uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}]})
+        "uri": "test://embedded-resource", "mimeType": "text/plain",
+        "text": "This is an embedded resource content."}}]})
 
 
 async def _multiple_content(call: Invocation) -> None:
