@@ -21,7 +21,7 @@ from browser_support import (
 )
 from support import eventually
 
-POLYFILL = Path(__file__).parent / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist" / "index.iife.js"
+POLYFILL = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist" / "index.iife.js"
 
 BOOKING_FORM = """
 <div style="height: 2500px">Our menu…</div>
