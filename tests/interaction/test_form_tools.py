@@ -21,7 +21,8 @@ from browser_support import (
 )
 from support import eventually
 
-POLYFILL = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist" / "index.iife.js"
+POLYFILL = (Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist"
+            / "index.iife.js")
 
 BOOKING_FORM = """
 <div style="height: 2500px">Our menu…</div>
@@ -231,7 +232,8 @@ ANSWERING_FORM = """
 # The page answers agents from its submit handler: respondWith() (after preventDefault(), as the draft says).
 ANSWERING_SCRIPT = """
 const day = document.querySelector("#availability [name=day]");
-day.addEventListener("change", () => day.setCustomValidity(day.value.endsWith("-04") ? "We are closed on Mondays." : ""));
+day.addEventListener("change", () =>
+  day.setCustomValidity(day.value.endsWith("-04") ? "We are closed on Mondays." : ""));
 document.getElementById("availability").addEventListener("submit", (event) => {
   if (!event.agentInvoked) return;
   event.preventDefault();

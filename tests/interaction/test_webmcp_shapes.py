@@ -25,7 +25,8 @@ from browser_support import (
 )
 from support import eventually
 
-POLYFILL = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist" / "index.iife.js"
+POLYFILL = (Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist"
+            / "index.iife.js")
 
 # What both stand-ins share: the tools, `toolchange`, and the inputs executeTool() was handed (window.executeInputs).
 STAND_IN_BASE = """
