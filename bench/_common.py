@@ -653,3 +653,27 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+async def longest_stall(work: Any) -> tuple[float, float, Any]:
+    """(seconds the work took, longest gap between 1 ms ticks of another task meanwhile, its result)."""
+    worst = 0.0
+    done = asyncio.Event()
+
+    async def ticker():
+        nonlocal worst
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            worst = max(worst, now - last - 0.001)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    started = time.perf_counter()
+    result = await work()
+    took = time.perf_counter() - started
+    done.set()
+    await task
+    return took, worst, result

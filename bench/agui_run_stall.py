@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import longest_stall  # noqa: E402
+
 from bridge.config import Settings  # noqa: E402
 from bridge.server import RunningServer  # noqa: E402
 
@@ -107,30 +109,6 @@ class CollectorPauses:
             self._started = time.perf_counter()
         else:
             self.longest = max(self.longest, time.perf_counter() - self._started)
-
-
-async def longest_stall(work) -> tuple[float, float, object]:
-    """(seconds the work took, longest gap between 1 ms ticks of another task meanwhile, its result)."""
-    worst = 0.0
-    done = asyncio.Event()
-
-    async def ticker():
-        nonlocal worst
-        last = time.perf_counter()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            worst = max(worst, now - last - 0.001)
-            last = now
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0.01)
-    started = time.perf_counter()
-    result = await work()
-    took = time.perf_counter() - started
-    done.set()
-    await task
-    return took, worst, result
 
 
 async def main() -> None:

@@ -38,6 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import longest_stall  # noqa: E402
+
 from bridge.config import Settings  # noqa: E402
 from bridge.core.catalog import check_definition  # noqa: E402
 from bridge.core.hub import Hub  # noqa: E402
@@ -56,30 +58,6 @@ def tools(prefix: str, n: int) -> list[dict]:
                  # Every schema distinct, as on a real page: the bridge caches schema checks by content.
                  "id": {"type": "string", "description": f"which {NOUNS[i // 10 % 10]} (#{i} of {prefix})"},
                  "limit": {"type": "integer", "minimum": 1}}, "required": ["id"]}} for i in range(n)]
-
-
-async def longest_stall(work) -> tuple[float, float]:
-    """(seconds the work took, longest gap between 1 ms ticks of another task meanwhile)."""
-    worst = 0.0
-    done = asyncio.Event()
-
-    async def ticker():
-        nonlocal worst
-        last = time.perf_counter()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            worst = max(worst, now - last - 0.001)
-            last = now
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0.01)
-    started = time.perf_counter()
-    await work()
-    took = time.perf_counter() - started
-    done.set()
-    await task
-    return took, worst
 
 
 class StandInModel:
@@ -111,7 +89,7 @@ async def stall_table() -> None:
     print(f"{'room size':>10} {'operation':<28} {'took ms':>9} {'longest stall ms':>17} {'vs idle':>8} "
           f"{'gc ms':>7} {'tracked':>8}")
     pauses = CollectorPauses()
-    idle_took, idle = await longest_stall(lambda: asyncio.sleep(0.2))
+    idle_took, idle, _ = await longest_stall(lambda: asyncio.sleep(0.2))
     print(f"{'-':>10} {'idle loop (baseline)':<28} {idle_took * 1e3:9.1f} {idle * 1e3:17.2f} {1:8.1f} "
           f"{pauses.longest * 1e3:7.2f}")
     for room_size in (100, 1_000, 10_000):
@@ -133,7 +111,7 @@ async def stall_table() -> None:
                 hub.room("default").listing()
 
             pauses.reset()
-            took, stall = await longest_stall(register)
+            took, stall, _ = await longest_stall(register)
             print(f"{room_size:>10} {label:<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
                   f"{pauses.longest * 1e3:7.2f}")
 
@@ -144,7 +122,7 @@ async def stall_table() -> None:
                     await asyncio.sleep(0)
 
             pauses.reset()
-            took, stall = await longest_stall(leave)
+            took, stall, _ = await longest_stall(leave)
             print(f"{room_size:>10} {'  ... and leaves':<28} {took * 1e3:9.1f} {stall * 1e3:17.2f} {stall / idle:8.1f} "
                   f"{pauses.longest * 1e3:7.2f}")
 
@@ -167,7 +145,7 @@ async def stall_table() -> None:
                 await asyncio.sleep(0)
 
         pauses.reset()
-        row("5 pages x 200 leave at once", *await longest_stall(leave_together))
+        row("5 pages x 200 leave at once", *(await longest_stall(leave_together))[:2])
 
         mirror = ToolMirror(hub.catalog, hub.semantic.embed_later)
         elsewhere = hub.pages.mirror(f"elsewhere-{room_size}", "default",
@@ -193,9 +171,9 @@ async def stall_table() -> None:
                 await asyncio.sleep(0)
 
         pauses.reset()
-        row("mirror: 1,000 registered", *await longest_stall(mirror_registers))
+        row("mirror: 1,000 registered", *(await longest_stall(mirror_registers))[:2])
         pauses.reset()
-        row("mirror: ... unregistered", *await longest_stall(mirror_unregisters))
+        row("mirror: ... unregistered", *(await longest_stall(mirror_unregisters))[:2])
 
         async def model_arrives():
             hub.catalog.use_embedder(StandInModel())
@@ -203,7 +181,7 @@ async def stall_table() -> None:
             await room.search("export invoice", 5)
 
         pauses.reset()
-        row("model arrives, all embedded", *await longest_stall(model_arrives))
+        row("model arrives, all embedded", *(await longest_stall(model_arrives))[:2])
 
 
 def wide_schema(tag: str) -> dict:

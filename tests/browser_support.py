@@ -36,6 +36,9 @@ CHROMIUM = os.environ.get("AGUI_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 TIMEOUT = 10
+# The WebMCP runtimes npm ships, which the browser tests bridge (tests/webmcp: scripts/setup installs them).
+WEBMCP_PACKAGES = ROOT / "tests" / "webmcp" / "node_modules" / "@mcp-b"
+WEBMCP_POLYFILL = WEBMCP_PACKAGES / "webmcp-polyfill" / "dist" / "index.iife.js"
 
 
 @pytest_asyncio.fixture(scope="module")

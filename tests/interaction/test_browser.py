@@ -9,12 +9,12 @@ import asyncio
 import json
 import time
 from contextlib import asynccontextmanager
-from pathlib import Path
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
 from browser_support import (
+    WEBMCP_PACKAGES,
     mcp_client,
     mounted_bridge,
     open_page,
@@ -753,7 +753,6 @@ async def test_webmcp_page_is_bridged(browser, bridge):
 
 
 # Published WebMCP runtimes (npm packages' IIFE builds), installed by `scripts/setup --test` from tests/webmcp/.
-WEBMCP_PACKAGES = Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b"
 WEBMCP_RUNTIMES = {
     "webmcp-polyfill": WEBMCP_PACKAGES / "webmcp-polyfill" / "dist" / "index.iife.js",
     "mcp-b-global": WEBMCP_PACKAGES / "global" / "dist" / "index.iife.js",

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
+    WEBMCP_POLYFILL as POLYFILL,
+)
+from browser_support import (
     mcp_client,
     open_page,
     static_server,
@@ -20,9 +23,6 @@ from browser_support import (
     wait_for_tools,
 )
 from support import eventually
-
-POLYFILL = (Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist"
-            / "index.iife.js")
 
 BOOKING_FORM = """
 <div style="height: 2500px">Our menu…</div>

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
+    WEBMCP_POLYFILL as POLYFILL,
+)
+from browser_support import (
     mcp_client,
     open_page,
     static_server,
@@ -24,9 +27,6 @@ from browser_support import (
     wait_for_tools,
 )
 from support import eventually
-
-POLYFILL = (Path(__file__).resolve().parents[1] / "webmcp" / "node_modules" / "@mcp-b" / "webmcp-polyfill" / "dist"
-            / "index.iife.js")
 
 # What both stand-ins share: the tools, `toolchange`, and the inputs executeTool() was handed (window.executeInputs).
 STAND_IN_BASE = """
