@@ -2,7 +2,11 @@
 
 import type { AguiBridge, ToolCallContext } from "./connection.js";
 
-/** A tool as a WebMCP runtime lists it (`getTools()`): no `execute`, and `inputSchema` may be JSON text. */
+/**
+ * A tool as a WebMCP runtime lists it (`getTools()`): no `execute`, and `inputSchema` may be JSON text
+ * (Chrome before 155). `title` and `annotations` (`readOnlyHint`, `untrustedContentHint`…) reach the
+ * bridge as they are.
+ */
 export interface RegisteredWebMCPTool {
   name: string;
   description?: string;
@@ -17,14 +21,15 @@ export interface WebMCPTool extends RegisteredWebMCPTool {
   execute(input: any, client?: WebMCPClient): unknown | Promise<unknown>;
 }
 
-/** The second argument the bridge passes to a WebMCP tool's `execute`. */
+/**
+ * The second argument the bridge passes to a WebMCP tool's `execute` (the draft's `{signal}`, with the
+ * bridge's call id and progress beside it).
+ */
 export interface WebMCPClient {
-  /** Aborted when the agent cancels the call. */
+  /** Aborted when the agent cancels the call (or it times out). */
   signal: AbortSignal;
   callId: string;
   progress: ToolCallContext["progress"];
-  /** WebMCP's ModelContextClient method: runs the callback (the user is already on the page). */
-  requestUserInteraction<T>(callback: () => T | Promise<T>): Promise<T>;
 }
 
 /** The part of `document.modelContext` the adapter uses (the W3C WebMCP API, native or polyfilled). */
@@ -35,8 +40,13 @@ export interface ModelContextLike {
   getTools?(): Promise<RegisteredWebMCPTool[] | null | undefined>;
   /** Older MCP-B name of `getTools()`. */
   listTools?(): RegisteredWebMCPTool[] | null | undefined | Promise<RegisteredWebMCPTool[] | null | undefined>;
-  /** Chromium's optional extension: runs tools registered before the adapter. */
-  executeTool?(tool: RegisteredWebMCPTool, inputJson: string, options?: { signal?: AbortSignal }): Promise<string | null>;
+  /**
+   * Runs a listed tool (Chrome's; the adapter runs tools registered before it this way). Its input is an
+   * object from Chrome 155 on, JSON text before it and in the polyfill: the adapter tries the object
+   * first and keeps to the shape the runtime takes. Resolves with the result as JSON text.
+   */
+  executeTool?(tool: RegisteredWebMCPTool, input: Record<string, unknown> | string,
+    options?: { signal?: AbortSignal }): Promise<string | null>;
   addEventListener?(type: "toolchange", listener: () => void): void;
   removeEventListener?(type: "toolchange", listener: () => void): void;
 }
@@ -60,6 +70,8 @@ export interface WebMCPBridgeHandle {
 /**
  * Serve the page's WebMCP tools through the bridge: wraps `modelContext.registerTool` (honouring the
  * registration `signal`) and `unregisterTool`, and mirrors tools registered earlier via `getTools()`
- * (run through `executeTool()` when the runtime has it). Throws TypeError without a `document.modelContext`.
+ * (run through `executeTool()` when the runtime has it). A runtime's tool for a `<form toolname>` is
+ * left to `serveForms()` while it serves the page's forms on this bridge (`connect()` does by default).
+ * Throws TypeError without a `document.modelContext`.
  */
 export declare function bridgeWebMCP(bridge: AguiBridge, options?: BridgeWebMCPOptions): WebMCPBridgeHandle;

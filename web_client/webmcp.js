@@ -1,14 +1,21 @@
 /**
  * webmcp.js — the W3C WebMCP adapter: bridgeWebMCP() serves the tools a page registers with
  * `document.modelContext` through the bridge. Types: webmcp.d.ts.
+ *
+ * It serves the runtimes of both shapes: Chrome 152–154 and MCP-B's polyfill 5.x, whose
+ * `executeTool()` takes the input as JSON text, and Chrome 155 on (the draft), whose
+ * `executeTool()` takes an object and whose tools' `execute(input, {signal})` can be cancelled.
  */
 /** @import * as types from "./webmcp.js" */
 /** @import { ObjectSchema, ToolDefinition, ToolHandler, ToolResult } from "./connection.js" */
 import { errorMessage } from "./errors.js";
+import { servesFormTool } from "./forms.js";
 
+/** @typedef {string | Record<string, unknown>} ToolInput  what `executeTool()` takes: JSON text or an object */
 /**
  * Chromium's testing API, which can run tools registered before the adapter.
- * @typedef {{executeTool?(name: string, inputJson: string, options?: {signal?: AbortSignal}): Promise<string | null>}} ModelContextTesting
+ * @typedef {{executeTool?(name: string, input: ToolInput, options?: {signal?: AbortSignal}): Promise<string | null>}}
+ *   ModelContextTesting
  */
 
 /** What the adapter looks for in the page (TypeScript's DOM types do not have WebMCP yet). */
@@ -65,15 +72,55 @@ function parseResultJson(text) {
 }
 
 /**
+ * What a runtime says when `executeTool()` was given an input of the shape it does not take: Chrome
+ * before 155 and the polyfill parse it as JSON text (an object reads "[object Object]"), before the
+ * tool runs; Chrome 155 on takes an object (WebIDL refuses a string with a TypeError).
+ * @param {unknown} error
+ */
+function refusedInputShape(error) {
+  const { name = "", message = "" } = /** @type {{name?: unknown, message?: unknown}} */ (error ?? {});
+  return /failed to parse input arguments/i.test(String(message)) || name === "SyntaxError";
+}
+
+/**
+ * Runs a tool through a runtime's `executeTool`-like function, with the input as an object (the
+ * draft, Chrome 155 on) or as JSON text (Chrome 152–154, the polyfill): the object first, the text
+ * when the runtime could not parse it; the shape that worked is kept for the next calls.
+ * @returns {(execute: (input: ToolInput) => Promise<unknown>, params: Record<string, unknown>) => Promise<unknown>}
+ */
+function inputShapeProbe() {
+  /** @type {"object" | "json" | null} */
+  let shape = null;
+  return async (execute, params) => {
+    if (shape !== "json") {
+      try {
+        const result = await execute(params);
+        shape = "object";
+        return result;
+      } catch (error) {
+        if (shape === "object" || !refusedInputShape(error)) throw error;
+      }
+    }
+    const result = await execute(JSON.stringify(params));
+    shape = "json";
+    return result;
+  };
+}
+
+/**
  * Serve the tools a page registers with WebMCP (`document.modelContext`) through the bridge, without
  * changing the page's code.
  *
  * - Tools registered from now on through `modelContext.registerTool(tool, {signal})` are mirrored,
  *   and unmirrored when `signal` aborts or `modelContext.unregisterTool(name)` is called (older API).
- *   Calls run `tool.execute(input, client)`, where `client` is {signal, requestUserInteraction(cb)}.
+ *   Calls run `tool.execute(input, client)`, where `client` is {signal, callId, progress}: `signal`
+ *   aborts when the agent cancels.
  * - Tools already registered (and any registered behind our back, seen through `toolchange`) are
  *   mirrored from `getTools()` and run through `modelContext.executeTool()` or
- *   `navigator.modelContextTesting.executeTool()`, when the runtime offers one.
+ *   `navigator.modelContextTesting.executeTool()`, when the runtime offers one (with the call's
+ *   signal, which Chrome hands on to `execute`).
+ * - A runtime's tool for a `<form toolname>` (declarative WebMCP, native or polyfilled) is left to
+ *   serveForms() when it serves the page's forms on this bridge, so no form is served twice.
  *
  * Returns {ready, tools, dispose()}: `ready` resolves once the existing tools are mirrored; `dispose()`
  * restores `registerTool` and unregisters the mirrored tools.
@@ -84,6 +131,9 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
     throw new TypeError("No WebMCP document.modelContext here: load a WebMCP runtime (e.g. @mcp-b/global) first.");
   }
   const mc = modelContext;
+  // The input shape each of the runtime's ways to run a tool takes, learnt at its first call.
+  const runExecuteTool = inputShapeProbe();
+  const runTestingTool = inputShapeProbe();
   /** @type {Map<string, {controller: AbortController, direct: boolean}>} direct: runs the tool's execute() */
   const mirrored = new Map();
   /** @type {Set<string>} names being registered through the wrapper */
@@ -108,7 +158,7 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
    */
   const mirror = (tool, run, direct, registrationSignal) => {
     if (disposed || !tool || typeof tool.name !== "string") return;
-    if (registrationSignal?.aborted) return;
+    if (registrationSignal?.aborted || servesFormTool(bridge, tool.name)) return;
     const previous = mirrored.get(tool.name);
     if (previous && previous.direct && !direct) return; // keep the direct path to execute()
     const controller = new AbortController();
@@ -130,13 +180,7 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
    */
   const directRunner = (tool) => async (params, ctx) => {
     /** @type {types.WebMCPClient} */
-    const client = {
-      signal: ctx.signal,
-      callId: ctx.callId,
-      progress: ctx.progress,
-      // WebMCP's ModelContextClient: the page asks for the user's attention; it already has the page.
-      requestUserInteraction: async (callback) => callback(),
-    };
+    const client = { signal: ctx.signal, callId: ctx.callId, progress: ctx.progress };
     const result = await tool.execute(params, client);
     return /** @type {ToolResult} */ (result === undefined ? null : result);
   };
@@ -146,13 +190,17 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
    * @returns {ToolHandler<any>}
    */
   const executeRunner = (registered) => async (params, ctx) => {
-    const input = JSON.stringify(params ?? {});
+    const options = { signal: ctx.signal };
     if (typeof mc.executeTool === "function") {
-      return parseResultJson(await mc.executeTool(registered, input, { signal: ctx.signal }));
+      const execute = /** @type {NonNullable<types.ModelContextLike["executeTool"]>} */ (mc.executeTool);
+      return parseResultJson(await runExecuteTool((input) => Reflect.apply(execute, mc, [registered, input, options]),
+        params ?? {}));
     }
     const testing = page.navigator?.modelContextTesting;
     if (testing && typeof testing.executeTool === "function") {
-      return parseResultJson(await testing.executeTool(registered.name, input, { signal: ctx.signal }));
+      const execute = testing.executeTool;
+      return parseResultJson(await runTestingTool((input) => Reflect.apply(execute, testing, [registered.name, input,
+        options]), params ?? {}));
     }
     throw new Error(`The WebMCP runtime offers no way to run ${registered.name}, registered before bridging.`);
   };
