@@ -473,19 +473,27 @@ class Hub:
         return route
 
     def _no_page(self, room: str, pages_url: Callable[[], str]) -> str:
-        """What an agent of a room without pages is told: where to open one, and which rooms have pages
-        (a page and an agent in different rooms is the likeliest mistake)."""
+        """What an agent of a room without pages is told: where to open one, and which rooms have pages."""
         text = f"No page is connected to room {json.dumps(room)}, so it has no tools yet"
-        elsewhere = list(islice(self.pages.rooms(), ROOMS_NAMED + 1))
-        if not elsewhere:
+        elsewhere = self.pages_elsewhere(room)
+        if elsewhere is None:
             return f"{text}: open a page that uses this bridge (the demo is at {pages_url()}) and try again."
+        return (f"{text}. {elsewhere}; otherwise open a page that uses this bridge in room {json.dumps(room)} (the "
+                f"demo is at {pages_url()}).")
+
+    def pages_elsewhere(self, room: str) -> str | None:
+        """For an agent of `room` when it has no page: which rooms have pages, at most ROOMS_NAMED of them
+        named, and how to reach them (a page and an agent in different rooms is the likeliest mistake);
+        None when `room` has a page or no room has one."""
+        elsewhere = [] if self.pages.has_pages(room) else list(islice(self.pages.rooms(), ROOMS_NAMED + 1))
+        if not elsewhere:
+            return None
         quoted = [json.dumps(name) for name in elsewhere[:ROOMS_NAMED]]
         named = f"room {quoted[0]}" if len(quoted) == 1 else f"rooms {', '.join(quoted[:-1])} and {quoted[-1]}"
         others = " (and more)" if len(elsewhere) > ROOMS_NAMED else ""
         path = f"/rooms/{elsewhere[0]}/mcp" if elsewhere[0] != "default" else "/mcp"
-        return (f"{text}. Pages are connected in {named}{others}: if this agent meant one of them, connect it to "
-                f"that room (e.g. the MCP endpoint {path}, or --room {elsewhere[0]} for stdio); otherwise open "
-                f"a page that uses this bridge in room {json.dumps(room)} (the demo is at {pages_url()}).")
+        return (f"Pages are connected in {named}{others}: if this agent meant one of them, connect it to that room "
+                f"(e.g. the MCP endpoint {path}, or --room {elsewhere[0]} for stdio)")
 
     def _too_busy(self, session: PageSession) -> str | None:
         in_room = self.calls.waiting_in(session.room)

@@ -182,7 +182,8 @@ class RoomServer:
             if self._lists_meta_tools(listing):
                 text += (f" Then use {names.search} to find the page's tools and call them by name or through "
                          f"{names.call}: there is no need to list tools again.")
-            return text
+            elsewhere = self.hub.pages_elsewhere(room)
+            return text + (f" {elsewhere}." if elsewhere is not None else "")
         text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s)."
         if listing.search_mode:
             text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, search "
