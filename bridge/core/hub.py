@@ -181,6 +181,7 @@ class Hub:
             inline_token_budget=config.inline_token_budget,
             description_max_chars=config.description_max_chars,
             reserved_names=frozenset(self.meta.names),
+            mark_page_text=config.mark_page_text,
             meta_tools=len(self.meta.definitions),
             meta_tool_tokens=sum(map(estimate_tokens, self.meta.definitions)),
             max_activated=config.max_activated,
@@ -413,7 +414,8 @@ class Hub:
         # Checking a tool's schemas against the meta-schema is dear: done in short turns the loop
         # serves others between, so a page bringing hundreds of tools does not stall it; the catalog
         # then takes them in slices for the same reason.
-        definitions, errors = await _check_definitions(msg.tools, self._definition_limits)
+        definitions, errors = await _check_definitions(msg.tools, self._definition_limits,
+                                                       self.catalog.policy.reserved_names)
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
         errors += refused
@@ -688,13 +690,13 @@ def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -
                          "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 
 
-async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
+async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits, reserved_names: frozenset[str]
                              ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
     """Each definition checked (in a checking thread, in short turns fair to other pages'
-    registrations; see bridge.schemas.definition_checks)."""
+    registrations; see bridge.schemas.definition_checks); no title may be a meta-tool's name."""
     def check(raw: Any) -> ToolDefinition | tuple[Any, str]:
         try:
-            return check_definition(raw, limits)
+            return check_definition(raw, limits, reserved_names)
         except ValueError as exc:
             return raw.get("name") if isinstance(raw, dict) else None, str(exc)
 
