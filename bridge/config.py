@@ -64,6 +64,12 @@ class Settings:
     meta_tools: str = setting("always", "when the meta-tools are listed: 'always' (clients that list tools only "
                                         "once, before any page has connected, can still search and call page tools), "
                                         "or 'search-mode' (only once a room's tools no longer fit the listing)")
+    mark_page_text: bool = setting(DEFAULTS.mark_page_text, "for agents browsing pages not their user's own: mark "
+                                                            "what pages wrote ([UNTRUSTED page text], "
+                                                            "[READ-ONLY]/[CONSEQUENTIAL] from their hints, results "
+                                                            "of tools flagged untrustedContentHint) and say in every "
+                                                            "tool's description which page and origin it comes "
+                                                            "from; off: the user's own app")
     max_message_bytes: int = setting(1 << 20, "largest page message accepted, in bytes; a WebSocket frame over 4x "
                                               "this is closed with 1009")
     allowed_origins: str = setting("http://127.0.0.1:*,http://localhost:*,http://[::1]:*", "comma-separated Origin "

@@ -17,6 +17,12 @@ export interface ToolAnnotations {
   destructiveHint?: boolean;
   idempotentHint?: boolean;
   openWorldHint?: boolean;
+  /**
+   * WebMCP's: the tool's output may hold text someone other than the page's author wrote (reviews, mail,
+   * comments). Agents get it in the listed tool's `_meta` (`agui-mcp-bridge/untrustedContentHint`); a
+   * bridge started with `--mark-page-text` marks such results' text as untrusted.
+   */
+  untrustedContentHint?: boolean;
   [hint: string]: unknown;
 }
 

@@ -23,6 +23,11 @@ export interface BridgeProviderProps {
   /** Other options of the connection; read when it connects (a change does not reconnect). */
   options?: Omit<ConnectOptions, "url" | "room" | "token">;
   /**
+   * Serve the page's `<form toolname>`s as tools once connected, as `connect()` does (`serveForms()`);
+   * default true. `false` stops serving them (their tools are unregistered).
+   */
+  forms?: boolean;
+  /**
    * Told of each problem: the refusal that ends the connection (status `refused`), and while it lives
    * the bridge's `agui.error`s and the client's own (`unreachable` after a few failed attempts, then rarely, …).
    */

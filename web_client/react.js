@@ -1,7 +1,8 @@
 /**
  * react.js — React hooks for agui-mcp-bridge (`import … from "agui-mcp-bridge/react"`).
  *
- *   <BridgeProvider url="http://127.0.0.1:8765/">   one connection for the components inside it
+ *   <BridgeProvider url="http://127.0.0.1:8765/">   one connection for the components inside it, which serves
+ *                                                   the page's <form toolname>s as tools (forms={false}: not)
  *     useBridgeTool({ name, description, inputSchema, handler })   a tool while the component is mounted
  *     useUserTools()                                the built-in confirm / prompt / choose dialogs
  *     useBridgeStatus()                             "connecting" | "connected" | "reconnecting" | "refused" | "closed"
@@ -17,6 +18,7 @@ import { createContext, createElement, useContext, useEffect, useLayoutEffect, u
 import { AguiBridge } from "./connection.js";
 import { registerUserTools } from "./dialogs.js";
 import { AguiBridgeError } from "./errors.js";
+import { serveForms } from "./forms.js";
 
 /**
  * @typedef {{bridge: AguiBridge | null, status: types.BridgeStatus}} BridgeContextValue
@@ -33,8 +35,10 @@ const useCommitEffect = typeof document === "undefined" ? useEffect : useLayoutE
 const STATUS = { connecting: "connecting", open: "connected", reconnecting: "reconnecting", closed: "closed" };
 
 /** @type {typeof types.BridgeProvider} */
-export function BridgeProvider({ url, room = "default", token = null, options, onError, children }) {
+export function BridgeProvider({ url, room = "default", token = null, options, forms = true, onError, children }) {
   const [value, setValue] = useState(/** @type {BridgeContextValue} */ ({ bridge: null, status: "connecting" }));
+  // The connection once started: its forms are served from then on, as connect() serves them.
+  const [started, setStarted] = useState(/** @type {AguiBridge | null} */ (null));
   // Read when connecting, not watched: an inline object or arrow would otherwise reconnect at each render.
   const latest = useRef({ options, onError });
   useCommitEffect(() => {
@@ -59,7 +63,7 @@ export function BridgeProvider({ url, room = "default", token = null, options, o
     bridge.addEventListener("statechange", onStateChange);
     bridge.addEventListener("error", onBridgeError);
     show("connecting");
-    bridge.start().catch((/** @type {unknown} */ error) => {
+    bridge.start().then(() => setStarted(bridge), (/** @type {unknown} */ error) => {
       if (error instanceof AguiBridgeError && error.code === "closed") return; // unmounted, or props changed
       refused = true;
       show("refused");
@@ -72,6 +76,13 @@ export function BridgeProvider({ url, room = "default", token = null, options, o
       bridge.disconnect();
     };
   }, [url, room, token]);
+
+  useEffect(() => {
+    if (!started || forms === false || typeof document === "undefined") return;
+    const serving = new AbortController();
+    serveForms(started, { signal: serving.signal });
+    return () => serving.abort();
+  }, [started, forms]);
 
   return createElement(BridgeContext.Provider, { value }, children);
 }

@@ -31,6 +31,8 @@ function checkDefinition(definition) {
   if (definition.annotations != null) wire.annotations = definition.annotations;
   if (definition.pinned) wire.pinned = true;
   if (definition.inputExamples != null) wire.inputExamples = definition.inputExamples;
+  if (definition.execution != null) wire.execution = definition.execution;
+  if (definition.inputBeforeTask) wire.inputBeforeTask = true;
   JSON.stringify(wire); // throws on cycles/BigInt now rather than when sending
   return wire;
 }

@@ -14,7 +14,8 @@ in flight (`calls`), and is given where pages and calls live (`LocalLink`, or sh
 
 The modules: `hub` (routing and calls), `catalog` (rooms, tools, names, listing), `meta_tools`
 (search, describe, call-through), `pages` and `sessions` (page presence, event buffers), `calls`
-(the call table), `results` (a page's answer as a CallToolResult), `messages` (the typed page
+(the call table), `results` (a page's answer as a CallToolResult), `provenance` (what agents are
+told of what a page wrote: where a tool comes from, page text marked), `messages` (the typed page
 protocol), `tasks` (calls kept as MCP tasks), `used_states` (input requests' states spent),
 `room_names`, `defaults` (every default, once). Names are imported on first use, so that the
 settings (`bridge.config`) read `defaults` and `room_names` without importing search or numpy.

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from bridge.core.defaults import DEFAULTS
 from bridge.core.messages import ToolDefinition, validation_summary
+from bridge.core.provenance import PROVENANCE_MARK, UNTRUSTED_CONTENT_META, as_told, hint_mark
 from bridge.schemas import page_schemas as schemas
 from bridge.schemas.page_schemas import SchemaLimits
 from bridge.search import Embedder, EmbeddingBusy, IndexedTool, SearchHit, ToolIndex, embed_query
@@ -49,19 +50,11 @@ TOOL_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,128}")  # the MCP name is made safe 
 # Where a listed tool carries its input examples: MCP's Tool has no field for them, and `_meta` keys
 # are `prefix/name`.
 INPUT_EXAMPLES_META = "agui-mcp-bridge/inputExamples"
-# How agents are told which page a tool comes from, at the end of its description (see from_page): a
-# page's own text may not say it, so that only the bridge does.
-PROVENANCE_MARK = re.compile(r"\[\s*from\s+page\b", re.IGNORECASE)
 
 
 def mcp_safe_name(name: str) -> str:
     """Some clients reject anything but `[A-Za-z0-9_-]{1,64}` in tool names."""
     return _NOT_MCP_NAME_CHAR.sub("_", name)[:MCP_NAME_MAX] or "tool"
-
-
-def from_page(description: str, provenance: str) -> str:
-    """`description` followed by where its tool comes from, in the bridge's words."""
-    return f"{description} [from {provenance}]".lstrip()
 
 
 def estimate_tokens(payload: Any) -> int:
@@ -80,6 +73,9 @@ class ListingPolicy:
     inline_token_budget: int = DEFAULTS.inline_token_budget
     description_max_chars: int = DEFAULTS.description_max_chars  # in search mode, listed descriptions are cut
     reserved_names: frozenset[str] = frozenset()
+    # Page text marked for agents browsing pages not their user's own, and every tool's page told (see
+    # bridge.core.provenance).
+    mark_page_text: bool = DEFAULTS.mark_page_text
     # What the meta-tools cost when listed; they count against both limits in search mode.
     meta_tools: int = 0
     meta_tool_tokens: int = 0
@@ -130,19 +126,13 @@ class Tool:
         nor written again."""
         return self._definition_json
 
-    def describe(self, description_max_chars: int | None = None, *, provenance: str | None = None
-                 ) -> dict[str, Any]:
-        """The tool as an MCP tool definition (wire shape), optionally with a cut description.
-
-        `provenance`: which page the tool comes from (see Room.provenance), said at the end of
-        the description.
-        """
+    def describe(self, description_max_chars: int | None = None) -> dict[str, Any]:
+        """The tool as an MCP tool definition (wire shape) in its page's words, optionally with a cut
+        description (Room.describe adds the bridge's)."""
         d = self.definition
         description = d.description
         if description_max_chars is not None and len(description) > description_max_chars:
             description = description[: description_max_chars - 1].rstrip() + "…"
-        if provenance is not None:
-            description = from_page(description, provenance)
         listed: dict[str, Any] = {"name": self.key, "description": description, "inputSchema": d.inputSchema}
         if d.title is not None:
             listed["title"] = d.title
@@ -152,9 +142,20 @@ class Tool:
             listed["annotations"] = d.annotations.model_dump(exclude_none=True)
         if d.execution is not None:
             listed["execution"] = d.execution.model_dump()
+        meta: dict[str, Any] = {}
         if d.inputExamples:
-            listed["_meta"] = {INPUT_EXAMPLES_META: d.inputExamples}
+            meta[INPUT_EXAMPLES_META] = d.inputExamples
+        if self.untrusted_content:
+            meta[UNTRUSTED_CONTENT_META] = True
+        if meta:
+            listed["_meta"] = meta
         return listed
+
+    @property
+    def untrusted_content(self) -> bool:
+        """Its page says its output may hold text someone other than the page's author wrote."""
+        annotations = self.definition.annotations
+        return annotations is not None and bool(annotations.untrustedContentHint)
 
     @property
     def task_support(self) -> str:
@@ -209,18 +210,18 @@ class DefinitionLimits:
     schema: SchemaLimits = SchemaLimits()
 
 
-def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) -> ToolDefinition:
-    """Parse one tool definition a page sent; ValueError says what is wrong with it."""
+def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits(), reserved_names: Collection[str] = ()
+                     ) -> ToolDefinition:
+    """Parse one tool definition a page sent; ValueError says what is wrong with it. `reserved_names`:
+    the meta-tools' names, which no title may pass for."""
     try:
         definition = ToolDefinition.model_validate(raw)
     except ValidationError as exc:
         raise ValueError(validation_summary(exc)) from None
     if not TOOL_NAME.fullmatch(definition.name):
         raise ValueError("name: a tool name has no control characters")
-    for field_name in ("description", "title"):
-        if PROVENANCE_MARK.search(getattr(definition, field_name) or ""):
-            raise ValueError(f"{field_name}: '[from page' is how the bridge tells agents which page a tool comes "
-                             "from; a page's own text may not say it")
+    _check_page_text("description", definition.description)
+    _check_page_text("title", definition.title, reserved_names)
     if len(definition.description) > limits.max_description_chars:
         raise ValueError(f"description: {len(definition.description)} characters, over the limit of "
                          f"{limits.max_description_chars}")
@@ -236,7 +237,11 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
     # Free JSON agents are shown as it is: bounded like a schema, so that no tools/list fails to
     # serialize (too deep) or grows without end (too large).
     if definition.annotations is not None:
-        _check_free_json("annotations", definition.annotations.model_dump(exclude_none=True), limits.schema)
+        annotations = definition.annotations.model_dump(exclude_none=True)
+        _check_free_json("annotations", annotations, limits.schema)
+        _check_page_text("annotations.title", definition.annotations.title, reserved_names)
+        for text in _texts(annotations):  # its other members' too
+            _check_page_text("annotations", text)
     if definition.inputExamples:
         _check_free_json("inputExamples", definition.inputExamples, limits.schema, per_item=True)
         # The examples of a tool share one work budget: a page cannot buy more with more examples.
@@ -247,6 +252,32 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits()) ->
             if problem is not None:
                 raise ValueError(f"inputExamples[{number}] does not match the inputSchema: {problem}")
     return definition
+
+
+def _check_page_text(field_name: str, text: str | None, reserved_names: Collection[str] = ()) -> None:
+    """A page's text agents read beside its tool's name: it may not say what only the bridge says (which
+    page a tool comes from), nor be a title passing for one of the bridge's own tools (`reserved_names`)."""
+    if not text:
+        return
+    if PROVENANCE_MARK.search(text):
+        raise ValueError(f"{field_name}: '[from page' is how the bridge tells agents which page a tool comes "
+                         "from; a page's own text may not say it")
+    if text.strip().casefold() in {name.casefold() for name in reserved_names}:
+        raise ValueError(f"{field_name}: {json.dumps(text.strip())} is the name of one of the bridge's own tools; "
+                         "a page's tool may not take it as its title")
+
+
+def _texts(value: Any) -> Iterable[str]:
+    """Every string of a JSON value (its members' names too), depth first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
 
 
 def _check_free_json(field_name: str, value: Any, limits: SchemaLimits, *, per_item: bool = False) -> None:
@@ -286,6 +317,8 @@ class Room:
         slice at a time between turns of its loop); None: unregister() frees it at once."""
         self.name = name
         self.policy = policy
+        # A name passing for a meta-tool's whatever its case (`Tool_Search`) is no page's to take either.
+        self._reserved = frozenset(name.casefold() for name in policy.reserved_names)
         self._sweep_later = sweep_later
         self._tools: dict[str, Tool] = {}  # by MCP name: the tool listed under it, in registration order
         # MCP name -> the other pages' tools listed under it: tabs of one app (the same definition from
@@ -340,13 +373,29 @@ class Room:
         return self._page_tools
 
     def describe(self, tool: Tool, description_max_chars: int | None = None) -> dict[str, Any]:
-        return tool.describe(description_max_chars, provenance=self.provenance(tool))
+        """The tool as agents see it listed: in its page's words, and the bridge's (see `told`)."""
+        described = tool.describe(description_max_chars)
+        described["description"] = self.told(tool, described["description"])
+        return described
+
+    def told(self, tool: Tool, description: str) -> str:
+        """`description` (the tool's, or a part of it) as agents read it: marked as page text when the
+        policy says so, and followed by which page it comes from when agents are told (see provenance)."""
+        hint = hint_mark(tool.definition.annotations) if self.policy.mark_page_text else None
+        return as_told(description, provenance=self.provenance(tool), hint=hint)
+
+    def marks_result(self, tool: Tool) -> bool:
+        """Whether the texts of the tool's results are marked as page text (bridge.core.provenance)."""
+        return self.policy.mark_page_text and tool.untrusted_content
 
     def provenance(self, tool: Tool) -> str | None:
-        """Which page a tool comes from, as agents are told when its name does not tell it alone: its
-        page's name is listed under another name too, or this one is not the plain name (taken by a
-        meta-tool, or by another of its page's names). None otherwise."""
-        if len(self._keys_by_name.get(tool.page_name, ())) < 2 and tool.key == mcp_safe_name(tool.page_name):
+        """Which page a tool comes from, as agents are told: always when page text is marked, else
+        when its name does not tell it alone (its page's name is listed under another name too, or
+        this one is not the plain name: taken by a meta-tool, or by another of its page's names): the
+        tools of the user's own app are not each told it, as the inline token budget counts every
+        description. None when not told."""
+        if (not self.policy.mark_page_text and len(self._keys_by_name.get(tool.page_name, ())) < 2
+                and tool.key == mcp_safe_name(tool.page_name)):
             return None
         offering = self.offering(tool)
         others = len(offering) - 1
@@ -536,7 +585,7 @@ class Room:
 
     def _free(self, name: str, session_id: str) -> bool:
         """No tool, meta-tool or former name is `name`, and it does not pass for another page's tool."""
-        return not (name in self._tools or name in self.policy.reserved_names or name in self._aliases
+        return not (name in self._tools or name.casefold() in self._reserved or name in self._aliases
                     or self._tagged_as_another(name, session_id))
 
     def _tagged_as_another(self, name: str, session_id: str) -> bool:

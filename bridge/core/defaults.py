@@ -24,6 +24,8 @@ class HubConfig:
     search_tool_name: str = "tool_search"
     describe_tool_name: str = "tool_describe"
     call_tool_name: str = "call_tool"
+    # Page text marked for agents browsing pages not their user's own (bridge.core.provenance).
+    mark_page_text: bool = False
     token: str = ""  # pages must present it in agui.hello when set
     room_tokens: str = ""  # "room=token,…": the token a page must present to join that room
     # Limits: each refused with a clear error to whoever exceeded it. `max_description_chars` is

@@ -181,6 +181,7 @@ class Hub:
             inline_token_budget=config.inline_token_budget,
             description_max_chars=config.description_max_chars,
             reserved_names=frozenset(self.meta.names),
+            mark_page_text=config.mark_page_text,
             meta_tools=len(self.meta.definitions),
             meta_tool_tokens=sum(map(estimate_tokens, self.meta.definitions)),
             max_activated=config.max_activated,
@@ -413,7 +414,8 @@ class Hub:
         # Checking a tool's schemas against the meta-schema is dear: done in short turns the loop
         # serves others between, so a page bringing hundreds of tools does not stall it; the catalog
         # then takes them in slices for the same reason.
-        definitions, errors = await _check_definitions(msg.tools, self._definition_limits)
+        definitions, errors = await _check_definitions(msg.tools, self._definition_limits,
+                                                       self.catalog.policy.reserved_names)
         room, tools = self.room(session.room), []
         definitions, refused = self._within_tool_limits(session, room, definitions)
         errors += refused
@@ -473,19 +475,27 @@ class Hub:
         return route
 
     def _no_page(self, room: str, pages_url: Callable[[], str]) -> str:
-        """What an agent of a room without pages is told: where to open one, and which rooms have pages
-        (a page and an agent in different rooms is the likeliest mistake)."""
+        """What an agent of a room without pages is told: where to open one, and which rooms have pages."""
         text = f"No page is connected to room {json.dumps(room)}, so it has no tools yet"
-        elsewhere = list(islice(self.pages.rooms(), ROOMS_NAMED + 1))
-        if not elsewhere:
+        elsewhere = self.pages_elsewhere(room)
+        if elsewhere is None:
             return f"{text}: open a page that uses this bridge (the demo is at {pages_url()}) and try again."
+        return (f"{text}. {elsewhere}; otherwise open a page that uses this bridge in room {json.dumps(room)} (the "
+                f"demo is at {pages_url()}).")
+
+    def pages_elsewhere(self, room: str) -> str | None:
+        """For an agent of `room` when it has no page: which rooms have pages, at most ROOMS_NAMED of them
+        named, and how to reach them (a page and an agent in different rooms is the likeliest mistake);
+        None when `room` has a page or no room has one."""
+        elsewhere = [] if self.pages.has_pages(room) else list(islice(self.pages.rooms(), ROOMS_NAMED + 1))
+        if not elsewhere:
+            return None
         quoted = [json.dumps(name) for name in elsewhere[:ROOMS_NAMED]]
         named = f"room {quoted[0]}" if len(quoted) == 1 else f"rooms {', '.join(quoted[:-1])} and {quoted[-1]}"
         others = " (and more)" if len(elsewhere) > ROOMS_NAMED else ""
         path = f"/rooms/{elsewhere[0]}/mcp" if elsewhere[0] != "default" else "/mcp"
-        return (f"{text}. Pages are connected in {named}{others}: if this agent meant one of them, connect it to "
-                f"that room (e.g. the MCP endpoint {path}, or --room {elsewhere[0]} for stdio); otherwise open "
-                f"a page that uses this bridge in room {json.dumps(room)} (the demo is at {pages_url()}).")
+        return (f"Pages are connected in {named}{others}: if this agent meant one of them, connect it to that room "
+                f"(e.g. the MCP endpoint {path}, or --room {elsewhere[0]} for stdio)")
 
     def _too_busy(self, session: PageSession) -> str | None:
         in_room = self.calls.waiting_in(session.room)
@@ -680,13 +690,13 @@ def _unknown_call(msg: ToolReturn | ToolProgress | ToolLog | ToolInputRequest) -
                          "answered, cancelled, timed out, or another page's).", call_id=msg.call_id, reply_to=msg.id)
 
 
-async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits
+async def _check_definitions(raw_tools: list[Any], limits: DefinitionLimits, reserved_names: frozenset[str]
                              ) -> tuple[list[ToolDefinition], list[tuple[Any, str]]]:
     """Each definition checked (in a checking thread, in short turns fair to other pages'
-    registrations; see bridge.schemas.definition_checks)."""
+    registrations; see bridge.schemas.definition_checks); no title may be a meta-tool's name."""
     def check(raw: Any) -> ToolDefinition | tuple[Any, str]:
         try:
-            return check_definition(raw, limits)
+            return check_definition(raw, limits, reserved_names)
         except ValueError as exc:
             return raw.get("name") if isinstance(raw, dict) else None, str(exc)
 

@@ -62,6 +62,8 @@ class ToolAnnotations(_Message):
     destructiveHint: bool | None = None
     idempotentHint: bool | None = None
     openWorldHint: bool | None = None
+    # WebMCP's: the tool's output may hold text someone other than the page's author wrote (reviews, mail).
+    untrustedContentHint: bool | None = None
 
 
 INPUT_EXAMPLES_MAX = 5

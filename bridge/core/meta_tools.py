@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from bridge.core.catalog import Room, Tool, from_page
+from bridge.core.catalog import Room, Tool
 from bridge.core.defaults import DEFAULTS
 from bridge.core.results import error_result
 
@@ -191,10 +191,7 @@ def match(room: Room, tool: Tool) -> dict[str, Any]:
     `required`: each required parameter's type ("string", "integer[]", "\"a\"|\"b\"", ...);
     `optional`: the names of the others; `examples`: the tool's input examples, if any."""
     description, required, optional, examples = _match_parts(tool.definition_json)
-    entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": description}
-    provenance = room.provenance(tool)
-    if provenance is not None:
-        entry["description"] = from_page(description, provenance)
+    entry: dict[str, Any] = {"name": tool.key, "tool": tool.page_name, "description": room.told(tool, description)}
     entry["required"] = dict(required)
     if optional:
         entry["optional"] = list(optional)

@@ -44,6 +44,7 @@ from bridge.core.catalog import Listing, Room, Tool
 from bridge.core.hub import Hub
 from bridge.core.messages import validation_summary
 from bridge.core.meta_tools import Invoke, UnknownTool
+from bridge.core.provenance import AGENT_NOTICE, marked_result
 from bridge.core.results import error_result, shaped_here, to_call_tool_result
 from bridge.core.used_states import UsedStates
 from bridge.mcp_edge._answer_streams import AnswerStream
@@ -175,6 +176,7 @@ class RoomServer:
     def _instructions(self) -> str:
         """Read by clients at initialize (and by those that read it again): what this room offers now."""
         listing, names, room = self.room.listing(), self.hub.meta.names, self.room.name
+        notice = f" {AGENT_NOTICE}" if self.room.policy.mark_page_text else ""  # told before any tool comes
         if not len(self.room):
             page = self.public_url() + ("" if room == "default" else f"?room={room}")
             text = (f"No web page has connected to room '{room}' yet, so it has no tools yet. Ask the user to open "
@@ -182,8 +184,9 @@ class RoomServer:
             if self._lists_meta_tools(listing):
                 text += (f" Then use {names.search} to find the page's tools and call them by name or through "
                          f"{names.call}: there is no need to list tools again.")
-            return text
-        text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s)."
+            elsewhere = self.hub.pages_elsewhere(room)
+            return text + (f" {elsewhere}." if elsewhere is not None else "") + notice
+        text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s).{notice}"
         if listing.search_mode:
             text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, search "
                      f"with {names.search} using short English keywords before giving up. Tools it finds are "
@@ -329,6 +332,8 @@ class RoomServer:
         """The CallToolResult (wire JSON) the agent gets; the SDK checks it again as it serialises it, so
         only a page's own `content` is checked here, where a fault can still be told to the agent."""
         result = to_call_tool_result(outcome, structured_may_be_any_json=modern)
+        if outcome.kind in ("result", "error") and self.room.marks_result(tool):  # the page's words, not the bridge's
+            result = marked_result(result)
         problem = tool.result_errors(result)
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")

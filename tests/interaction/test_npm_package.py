@@ -186,6 +186,29 @@ async def test_react_hooks_serve_tools_to_an_agent(browser, app, built):
         assert not [line for line in page.console if line.startswith(("error", "pageerror"))], page.console
 
 
+async def test_react_provider_serves_the_pages_forms_unless_told_not_to(browser, app, built):
+    # As connect() does: every <form toolname> of the page is a tool once the provider has connected.
+    async with running_bridge() as b, vite_preview(app, built) as site, \
+            open_page(browser, f"{site}/?bridge={b.url}/&form=1", ready="document.querySelector('#status')") as page, \
+            mcp_client(b) as agent:
+        await page.wait_for_function("document.querySelector('#status').textContent === 'connected'")
+        await wait_for_tools(agent, "add_note", "add_to_counter")
+        (note,) = [t for t in (await agent.list_tools(cache_mode="bypass")).tools if t.name == "add_note"]
+        assert note.description == "Add a note to the list the page shows."
+        assert note.input_schema["required"] == ["text"]
+        result = await agent.call_tool("add_note", {"text": "buy tea"})
+        assert (result.is_error, text_of(result)) == (False, "noted buy tea")  # the page's respondWith()
+        await page.wait_for_function("document.querySelector('#notes').textContent === 'buy tea'")
+
+        # forms={false}: the forms' tools leave; the hooks' stay. Back to true: served again.
+        await page.uncheck("#serve-forms")
+        await wait_for_tools(agent, "add_to_counter", absent=("add_note",))
+        await page.check("#serve-forms")
+        await wait_for_tools(agent, "add_note", "add_to_counter")
+        assert await text_content(page, "#status") == "connected"
+        assert not [line for line in page.console if line.startswith(("error", "pageerror"))], page.console
+
+
 async def test_react_status_follows_the_connection(browser, app, built):
     # Before the bridge is up the provider says "connecting"/"reconnecting"; "connected" once it is.
     port = free_port()
@@ -283,6 +306,21 @@ def test_typescript_checks_the_hooks_and_a_typed_consumer(app):
 ], ids=["status", "handler args", "provider props"])
 def test_typescript_rejects_a_wrong_consumer(app, wrong, expected):
     done = typecheck(app, TYPED_CONSUMER.replace(wrong, expected), "react.js")
+    assert done.returncode != 0 and "error TS" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+FORMS_PROP = """\
+import type { ReactElement } from "react";
+import { BridgeProvider } from "agui-mcp-bridge/react";
+
+export const App = (): ReactElement => <BridgeProvider url="http://127.0.0.1:8765/" forms={false} />;
+"""
+
+
+def test_typescript_knows_the_providers_forms_prop(app):
+    done = typecheck(app, FORMS_PROP, "react.js")
+    assert done.returncode == 0, f"tsc failed:\n{done.stdout}{done.stderr}"
+    done = typecheck(app, FORMS_PROP.replace("forms={false}", 'forms="off"'), "react.js")
     assert done.returncode != 0 and "error TS" in done.stdout + done.stderr, done.stdout + done.stderr
 
 

@@ -2,10 +2,11 @@
 import { useEffect, useState } from "react";
 import { BridgeProvider, useBridge, useBridgeStatus, useBridgeTool, useUserTools } from "agui-mcp-bridge/react";
 
-export function App({ bridgeUrl }) {
+export function App({ bridgeUrl, withForm = false }) {
   const [showCounter, setShowCounter] = useState(true);
+  const [servesForms, setServesForms] = useState(true);
   return (
-    <BridgeProvider url={bridgeUrl} room="default">
+    <BridgeProvider url={bridgeUrl} room="default" forms={servesForms}>
       <Status />
       <UserTools />
       <label>
@@ -14,6 +15,7 @@ export function App({ bridgeUrl }) {
         Show the counter
       </label>
       {showCounter && <Counter />}
+      {withForm && <Notes served={servesForms} onServedChange={setServesForms} />}
     </BridgeProvider>
   );
 }
@@ -39,6 +41,32 @@ function Status() {
 function UserTools() {
   useUserTools({ pinned: true }); // agui_user_confirm, agui_user_prompt, agui_user_choose
   return null;
+}
+
+// A <form toolname> the provider serves as a tool (add_note), while its `forms` prop is not false.
+function Notes({ served, onServedChange }) {
+  const [notes, setNotes] = useState([]);
+  const submit = (event) => {
+    event.preventDefault();
+    const text = new FormData(event.currentTarget).get("text");
+    setNotes((list) => [...list, text]);
+    // An agent's submission (forms.js): the call's result.
+    if (event.nativeEvent.agentInvoked) event.nativeEvent.respondWith(`noted ${text}`);
+  };
+  return (
+    <section>
+      <label>
+        <input id="serve-forms" type="checkbox" checked={served} onChange={(e) => onServedChange(e.target.checked)} />
+        Serve the page's forms to agents
+      </label>
+      <form toolname="add_note" tooldescription="Add a note to the list the page shows." toolautosubmit=""
+            onSubmit={submit}>
+        <label>Note <input name="text" required /></label>
+        <button type="submit">Add</button>
+      </form>
+      <ul id="notes">{notes.map((note, index) => <li key={index}>{note}</li>)}</ul>
+    </section>
+  );
 }
 
 function Counter() {
