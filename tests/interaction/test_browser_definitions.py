@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from contextlib import asynccontextmanager
 
-from browser_support import browser, mcp_client, open_page, serve_html, text_of, wait_for_tools  # noqa: F401
+from browser_support import mcp_client, open_page, serve_html, text_of, wait_for_tools
 from support import running_bridge
 
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Inbox</title></head><body>

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from browser_support import bridge, browser, mcp_client, open_page, screenshot_path, text_of  # noqa: F401
-from browser_support import wait_for_tools
+from browser_support import mcp_client, open_page, screenshot_path, text_of, wait_for_tools
 from support import page as ws_page
 from support import tool
 

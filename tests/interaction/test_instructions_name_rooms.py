@@ -6,7 +6,6 @@ bridge, real MCP client (handshake era: the one that reads instructions at initi
 from __future__ import annotations
 
 from mcp import Client
-
 from support import page, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.")

@@ -11,7 +11,6 @@ import json
 
 import pytest
 from mcp import Client
-
 from support import Page, open_page, page, running_bridge, tool
 
 SHOP = "http://localhost:5555"  # the Origin header the page's WebSocket sends
