@@ -20,9 +20,9 @@ import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.routing import Mount
-from support import Page, PortOnly, free_port, running_bridge
+from support import free_port, running_bridge
 from test_stdio import HANDSHAKE, ended, send, started_stdio, stdio_command, stopped
-from test_stdio_sharing import ECHO, answer_next, listed, runtime_dir, stdio_params  # noqa: F401 (a fixture)
+from test_stdio_sharing import ECHO, answer_next, echoed_by_a_new_page, listed, runtime_dir, stdio_params  # noqa: F401
 
 from bridge import _port_claim as port_claim
 from bridge.app import Bridge
@@ -133,15 +133,7 @@ async def test_a_bridge_embedded_in_an_app_proves_itself_and_serves_a_relayed_ag
     try:
         async with AsyncExitStack() as stack:
             agent = await stack.enter_async_context(Client(stdio_params(port), mode="legacy"))
-            page = Page(PortOnly(port))
-            await page.connect()
-            stack.push_async_callback(page.close)
-            await page.register(ECHO)
-            await listed(agent, "echo")
-            call = asyncio.create_task(agent.call_tool("echo", {"text": "through the app"}))
-            await answer_next(page, "through the app")
-            result = await asyncio.wait_for(call, 10)
-            assert not result.is_error and result.content[0].text == "through the app"
+            await echoed_by_a_new_page(stack, port, agent, "through the app")
             # The claim the bridge proved itself with: readable by this user only.
             assert stat.S_IMODE(claim.stat().st_mode) == 0o600
             assert stat.S_IMODE(claim.parent.stat().st_mode) == 0o700

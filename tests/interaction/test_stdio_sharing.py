@@ -55,6 +55,20 @@ async def answer_next(page: Page, text: str) -> dict:
     return invoke
 
 
+async def echoed_by_a_new_page(stack: AsyncExitStack, port: int, agent: Client, text: str) -> None:
+    """A page (reconnecting, as the browser client does) connects to whoever holds the port and answers the
+    agent's call of its echo tool with `text`."""
+    page = Page(PortOnly(port))
+    await page.connect()
+    stack.push_async_callback(page.close)
+    await page.register(ECHO)
+    await listed(agent, "echo")
+    call = asyncio.create_task(agent.call_tool("echo", {"text": text}))
+    await answer_next(page, text)
+    result = await asyncio.wait_for(call, 10)
+    assert not result.is_error and result.content[0].text == text
+
+
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_second_stdio_agent_is_served_through_the_bridge_on_the_port(era):
     port = free_port()
@@ -104,15 +118,7 @@ async def test_when_the_holder_stops_the_call_gets_an_error_and_the_agent_moves_
         assert result.is_error and ("shutting down" in result.content[0].text or "stopped" in result.content[0].text)
         # The second process takes the port; a page (reconnecting, as the browser client does) finds it there.
         await wait_for_http(f"http://127.0.0.1:{port}")
-        page = Page(PortOnly(port))
-        await page.connect()
-        stack.push_async_callback(page.close)
-        await page.register(ECHO)
-        await listed(second, "echo")
-        call = asyncio.create_task(second.call_tool("echo", {"text": "found"}))
-        await answer_next(page, "found")
-        result = await asyncio.wait_for(call, 10)
-        assert not result.is_error and result.content[0].text == "found"
+        await echoed_by_a_new_page(stack, port, second, "found")
 
 
 async def test_a_port_held_by_something_else_is_still_one_line_and_exit_2():
@@ -167,15 +173,7 @@ async def test_after_a_takeover_the_agent_keeps_its_session_and_pages_find_the_n
         await wait_for_http(f"http://127.0.0.1:{port}")
         # Well past the wait for a new holder, which once bounded the serving of the port too.
         await asyncio.sleep(HOLDER_WAIT_SECONDS + 3)
-        page = Page(PortOnly(port))
-        await page.connect()
-        stack.push_async_callback(page.close)
-        await page.register(ECHO)
-        await listed(second, "echo")
-        call = asyncio.create_task(second.call_tool("echo", {"text": "still here"}))
-        await answer_next(page, "still here")
-        result = await asyncio.wait_for(call, 10)
-        assert not result.is_error and result.content[0].text == "still here"
+        await echoed_by_a_new_page(stack, port, second, "still here")
         second_log.seek(0)
         said = second_log.read()
         assert f"now serves port {port}" in said and f"demo http://127.0.0.1:{port}/" in said, said
