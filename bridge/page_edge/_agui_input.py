@@ -147,13 +147,9 @@ class _Reader:
             if not text.startswith(":", i):
                 raise json.JSONDecodeError("Expecting ':' delimiter", text, i)
             members[name], i = await read(name, self._space(i + 1))
-            i = self._space(i)
-            if text.startswith(",", i):
-                i = self._space(i + 1)
-            elif text.startswith("}", i):
-                return members, i + 1
-            else:
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+            i, ended = self._after_item(i, "}")
+            if ended:
+                return members, i
 
     async def _items(self, start: int, items: list[Any], take: Callable[[Any], Any]) -> tuple[list[Any], int]:
         """A list's items, from after its `[`, each decoded in one go and given to `take`, which appends it."""
@@ -165,13 +161,19 @@ class _Reader:
             item, i = _DECODER.raw_decode(text, i)
             items.append(take(item))
             await self._pause()
-            i = self._space(i)
-            if text.startswith(",", i):
-                i = self._space(i + 1)
-            elif text.startswith("]", i):
-                return items, i + 1
-            else:
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+            i, ended = self._after_item(i, "]")
+            if ended:
+                return items, i
+
+    def _after_item(self, i: int, closer: str) -> tuple[int, bool]:
+        """After a member or an item: where the next one starts, or (True) where the text goes on past the
+        container's `closer`."""
+        i = self._space(i)
+        if self.text.startswith(",", i):
+            return self._space(i + 1), False
+        if self.text.startswith(closer, i):
+            return i + 1, True
+        raise json.JSONDecodeError("Expecting ',' delimiter", self.text, i)
 
     def _checked(self, name: str, item: Any, items: list[Any], invalid: list[tuple[tuple[str | int, ...], str]]
                  ) -> Any:
