@@ -161,11 +161,12 @@ class Settings:
             if rule is not None and not rule[0](value):
                 raise UnusableSettings(f"--{f.name.replace('_', '-')} {value!r} (or {ENV_PREFIX}{f.name.upper()}): "
                                        f"it takes {rule[1]}.")
-        names = [self.search_tool_name, self.describe_tool_name, self.call_tool_name]
-        names += [self.code_tool_name] if self.code_mode == "on" else []
+        names = (self.search_tool_name, self.describe_tool_name, self.call_tool_name)
         if len(set(names)) < len(names):
-            raise UnusableSettings(f"the meta-tools{' and the code tool' if len(names) > 3 else ''} need different "
-                                   f"names, not {', '.join(names)}.")
+            raise UnusableSettings(f"the meta-tools need three different names, not {', '.join(names)}.")
+        if self.code_mode == "on" and self.code_tool_name in names:
+            raise UnusableSettings(f"--code-tool-name {self.code_tool_name!r} is a meta-tool's name: the tool that "
+                                   "runs programs needs its own.")
         if not self.loopback_only and not self.agent_token:
             raise InsecureSettings(
                 f"refusing to listen on {self.host} without an agent token: anyone who can reach it could call "

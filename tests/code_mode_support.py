@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from support import Page, open_page, tool
+from support import Page, open_page, running_bridge, tool
 
 GET_ORDER = tool("get_order", "Read one order of the shop.", {"order_id": {"type": "integer"}}, ["order_id"])
 LIST_ORDERS = tool("list_orders", "The shop's orders.", {"status": {"enum": ["open", "closed"]}})
@@ -34,10 +34,16 @@ class PageError(Exception):
     """A handler raising it answers with the page's own error (`agui.tool.return` with `error`)."""
 
 
+def code_bridge(**overrides: Any):
+    """A test bridge as agents meet one by default: code mode on, the meta-tools (and run_code) listed."""
+    return running_bridge(**{"meta_tools": "always", "code_mode": "on", **overrides})
+
+
 def order(order_id: int) -> dict[str, Any]:
     """Order n: open when n is odd, its total 10 + n, a few items (a page's answer is larger than what matters)."""
     return {"id": order_id, "status": "open" if order_id % 2 else "closed", "total": 10.0 + order_id,
-            "customer": f"customer {order_id}", "items": [{"sku": f"sku-{order_id}-{k}", "qty": k + 1} for k in range(3)]}
+            "customer": f"customer {order_id}",
+            "items": [{"sku": f"sku-{order_id}-{k}", "qty": k + 1} for k in range(3)]}
 
 
 def _refund(params: dict[str, Any]) -> Any:

@@ -15,14 +15,14 @@ from code_mode_support import (
     HOLD,
     OPEN_TOTAL,
     SHOP_HANDLERS,
+    code_bridge,
     order,
     served_page,
     text_of,
 )
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
-from support import eventually, page, running_bridge, tool
+from support import eventually, page, tool
 
 
 def dedent(program: str) -> str:
@@ -30,7 +30,7 @@ def dedent(program: str) -> str:
 
 
 async def test_run_code_is_listed_beside_the_meta_tools_and_teaches_its_use():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url(), mode="legacy") as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url(), mode="legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert list(tools) == ["tool_search", "tool_describe", "call_tool", "run_code"]
         run_code = tools["run_code"]
@@ -42,7 +42,7 @@ async def test_run_code_is_listed_beside_the_meta_tools_and_teaches_its_use():
 
 
 async def test_the_aggregate_example_reads_40_orders_and_returns_only_the_total():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         try:
             result = await client.call_tool("run_code", {"code": AGGREGATE})
@@ -57,10 +57,11 @@ async def test_the_aggregate_example_reads_40_orders_and_returns_only_the_total(
 
 async def test_gathered_calls_wait_on_the_page_at_once():
     """The page answers only once all 8 calls are waiting on it: one after another, they would never be."""
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge, handlers={**SHOP_HANDLERS, "get_order": lambda params: HOLD})
         try:
-            program = "import asyncio\n[o['id'] for o in await asyncio.gather(*[get_order(order_id=n) for n in range(8)])]"
+            program = ("import asyncio\n"
+                       "[o['id'] for o in await asyncio.gather(*[get_order(order_id=n) for n in range(8)])]")
             call = asyncio.create_task(client.call_tool("run_code", {"code": program}))
             await eventually(lambda: len(shop.held) == 8)
             for call_id, event in list(shop.held.items()):
@@ -72,7 +73,7 @@ async def test_gathered_calls_wait_on_the_page_at_once():
 
 
 async def test_a_pages_error_raises_in_the_program_caught_or_not():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         try:
             caught = await client.call_tool("run_code", {"code": dedent("""
@@ -96,7 +97,7 @@ async def test_a_pages_error_raises_in_the_program_caught_or_not():
 
 
 async def test_arguments_that_break_the_schema_never_reach_the_page():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         try:
             # Through call_tool the type checker cannot see the arguments: the hub's schema check refuses them.
@@ -127,7 +128,7 @@ async def test_arguments_that_break_the_schema_never_reach_the_page():
     ("class A:\n    pass\nclass B(A):\n    pass", "syntax", 3, "class inheritance"),
 ])
 async def test_a_program_that_cannot_run_says_why_and_where(program, kind, line, said):
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         result = await client.call_tool("run_code", {"code": program})
         assert result.is_error
         error = result.structured_content["error"]
@@ -146,14 +147,14 @@ async def test_a_program_that_cannot_run_says_why_and_where(program, kind, line,
 ])
 async def test_a_program_reaches_no_file_network_process_or_environment(monkeypatch, program, said):
     monkeypatch.setenv("AGUI_CODE_SECRET", "hunter2")
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         result = await client.call_tool("run_code", {"code": program})
         assert result.is_error and said in text_of(result), text_of(result)
         assert "hunter2" not in text_of(result) and "root:" not in text_of(result)
 
 
 async def test_a_program_reaches_its_own_rooms_tools_and_nothing_else():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         vault = await served_page(bridge, tool("open_vault", "Another room's tool."),
                                   handlers={"open_vault": lambda params: "opened"}, room="other")
@@ -177,7 +178,7 @@ async def test_a_program_reaches_its_own_rooms_tools_and_nothing_else():
 async def test_a_deferred_tool_is_a_function_in_programs_and_the_meta_tools_answer_there_too():
     many = [tool(f"report_{n:02d}", f"Business report number {n}.", {"year": {"type": "integer"}}, ["year"])
             for n in range(60)]
-    async with running_bridge() as bridge, Client(bridge.mcp_url()) as client:  # meta-tools in search mode only
+    async with code_bridge(meta_tools="search-mode") as bridge, Client(bridge.mcp_url()) as client:
         async with page(bridge, *many) as reports:
             listed = {t.name for t in (await client.list_tools()).tools}
             assert "run_code" in listed and "report_59" not in listed  # search mode: the last ones deferred
@@ -204,7 +205,7 @@ async def test_a_deferred_tool_is_a_function_in_programs_and_the_meta_tools_answ
 
 async def test_tool_describe_shows_each_tools_python_signature():
     odd = tool("read-file", "A name that is no identifier.", {"path": {"type": "string"}}, ["path"])
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         async with page(bridge, GET_ORDER, odd):
             described = await client.call_tool("tool_describe", {"name": "get_order"})
             assert described.structured_content["python"] == "async def get_order(*, order_id: int) -> Any"
@@ -215,7 +216,7 @@ async def test_tool_describe_shows_each_tools_python_signature():
 
 
 async def test_a_huge_value_is_cut_with_a_note_and_what_was_printed_comes_back():
-    async with running_bridge(meta_tools="always", code_max_value_chars=1000) as bridge, \
+    async with code_bridge(code_max_value_chars=1000) as bridge, \
             Client(bridge.mcp_url()) as client:
         result = await client.call_tool("run_code", {"code": "print('making it')\n'x' * 5000"})
         assert not result.is_error
@@ -227,7 +228,7 @@ async def test_a_huge_value_is_cut_with_a_note_and_what_was_printed_comes_back()
 
 
 async def test_progress_tells_the_agent_of_each_page_call_finishing():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         seen: list[tuple[float, float | None, str | None]] = []
 
@@ -247,7 +248,7 @@ async def test_progress_tells_the_agent_of_each_page_call_finishing():
 
 
 async def test_what_a_program_cannot_do_with_its_calls_is_an_error_it_can_read():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         shop = await served_page(bridge)
         try:
             result = await client.call_tool("run_code", {"code": dedent("""
@@ -274,13 +275,13 @@ async def test_what_a_program_cannot_do_with_its_calls_is_an_error_it_can_read()
     ({"code": "1" * 100_001}, "the program is 100,001 characters, over the limit of 100,000"),
 ])
 async def test_a_malformed_run_code_call_is_refused_clearly(arguments, said):
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         result = await client.call_tool("run_code", arguments)
         assert result.is_error and said in text_of(result)
 
 
 async def test_a_page_cannot_take_the_code_tools_name():
-    async with running_bridge(meta_tools="always") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
         async with page(bridge, tool("run_code", "A page's own tool of that name.")) as p:
             registered = await p.register(tool("run_code", "Again."))
             [given] = registered["tools"]
@@ -290,7 +291,7 @@ async def test_a_page_cannot_take_the_code_tools_name():
 
 
 async def test_code_mode_off_hides_run_code_and_frees_its_name():
-    async with running_bridge(meta_tools="always", code_mode="off") as bridge, Client(bridge.mcp_url()) as client:
+    async with code_bridge(code_mode="off") as bridge, Client(bridge.mcp_url()) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["tool_search", "tool_describe", "call_tool"]
         with pytest.raises(MCPError, match="Unknown tool: run_code"):
             await client.call_tool("run_code", {"code": "1"})
@@ -306,7 +307,7 @@ async def test_code_mode_off_hides_run_code_and_frees_its_name():
 
 
 async def test_the_code_tool_can_be_renamed():
-    async with running_bridge(meta_tools="always", code_tool_name="python") as bridge, \
+    async with code_bridge(code_tool_name="python") as bridge, \
             Client(bridge.mcp_url()) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert "python" in tools and "run_code" not in tools
@@ -321,7 +322,7 @@ async def test_a_direct_calls_long_answer_is_cut_and_a_program_reads_it_whole():
     typed = tool("typed_report", "A report with an output schema.",
                  outputSchema={"type": "object", "properties": {"text": {"type": "string"}}})
     handlers = {"long_report": lambda params: "x" * 5000, "typed_report": lambda params: {"text": "y" * 5000}}
-    async with running_bridge(meta_tools="always", result_max_chars=1000) as bridge, \
+    async with code_bridge(result_max_chars=1000) as bridge, \
             Client(bridge.mcp_url()) as client:
         reports = await served_page(bridge, long, typed, handlers=handlers)
         try:
