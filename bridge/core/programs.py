@@ -23,7 +23,16 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bridge.code_mode import CallFinishedSink, CodeMode, ParkedProgram, RunError, RunResult, ToolError, ToolSchemas
+from bridge.code_mode import (
+    CALL_TOOL,
+    CallFinishedSink,
+    CodeMode,
+    ParkedProgram,
+    RunError,
+    RunResult,
+    ToolError,
+    ToolSchemas,
+)
 from bridge.core.calls import CallClock
 from bridge.core.code_tool import RunProgram, code_limits
 from bridge.core.defaults import CodeConfig
@@ -153,7 +162,8 @@ class Programs:
         more the more stubs it reads (~80 ms for 1,000), while a program can only call, as a function, a name it
         writes. Any other tool is still reached with `call_tool(name, arguments)`."""
         room = self.hub.room(room_name)
-        meta = {d["name"]: d["inputSchema"] for d in self.hub.meta.definitions if d["name"] != self.config.tool_name}
+        meta = {d["name"]: d["inputSchema"] for d in self.hub.meta.definitions
+                if d["name"] not in (self.config.tool_name, CALL_TOOL)}  # the sandbox has its own call_tool
         tools: dict[str, Any] = {}
         for name in set(_NAME.findall(code)):
             tool = room.named(name)
