@@ -6,14 +6,15 @@ against a baseline measured in the same run.
 - 16 page calls answering in 100 ms: gathered in a program, against the same 16 one after another in a program
   (the target: at least 8x faster);
 - the start of a trivial program (`1 + 1`) on a warm sandbox, p50, against a direct page call's p50;
-- a page call inside a program (a program of N calls, less the trivial program, over N), against a direct call;
+- a page call inside a program (the slope of the sequential programs' times over their calls), against a direct
+  call, and the fixed cost of a program that calls tools (their intercept), against `1 + 1`;
 - memory: 100 programs parked on dialogs, RSS of the bridge and its sandbox workers over the same bridge idle
   (once it ran a few programs: a worker's RSS grows once as it first runs and loads programs);
 - bytes: an aggregate over 40 orders, the value the agent reads against the bytes the pages sent (and against
   the 40 answers an agent calling directly would read).
 
     python bench/code_mode_e2e.py               # ~1 minute
-    python bench/code_mode_e2e.py --calls 50 --runs 200
+    python bench/code_mode_e2e.py --calls 80 --runs 200
 
 Agents are the MCP SDK's client, 2026-07-28 era. Linux (/proc).
 """
@@ -25,7 +26,7 @@ import asyncio
 import glob
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -82,19 +83,20 @@ def _comm(pid: int) -> str:
         return ""
 
 
-async def sequential(client: Any, calls: int, runs: int) -> None:
+async def sequential(client: Any, calls: int, runs: int) -> float:
+    """One program making `calls` page calls one after another, against as many direct calls; the program's
+    median time."""
     program = f"for n in range({calls}):\n    await echo(text=str(n))\n{calls}"
 
     async def directly() -> None:
         for n in range(calls):
             await c.call_text(client, "echo", {"text": str(n)})
 
-    await run_code(client, program)
-    await directly()
     inside = statistics.median(await timed(runs, lambda: run_code(client, program)))
     direct = statistics.median(await timed(runs, directly))
     row(f"{calls} sequential page calls: one program (median of {runs})", f"{inside * 1000:.1f} ms",
         f"{direct * 1000:.1f} ms ({calls} direct calls)", inside / direct)
+    return inside
 
 
 async def gathered(client: Any, pages: c.Pages) -> None:
@@ -110,44 +112,56 @@ async def gathered(client: Any, pages: c.Pages) -> None:
         f"{apart * 1000:.0f} ms (one after another, in a program)", together / apart)
 
 
-async def start_and_per_call(client: Any, calls: int, runs: int) -> None:
-    trivial = p50 = statistics.median(await timed(runs, lambda: run_code(client, "1 + 1")))
+async def start_and_per_call(client: Any, programs: dict[int, float], runs: int) -> None:
+    """The start of a trivial program; a page call inside a program and the fixed cost of a program that calls
+    tools, from the sequential rows (the slope and the intercept of their times)."""
+    trivial = statistics.median(await timed(runs, lambda: run_code(client, "1 + 1")))
     direct = statistics.median(await timed(runs, lambda: c.call_text(client, "echo", {"text": "x"})))
-    row(f"start of `1 + 1`, warm sandbox, through MCP, p50 of {runs}", f"{p50 * 1000:.2f} ms",
-        f"{direct * 1000:.2f} ms (a direct page call, p50)", p50 / direct)
-    program = f"for n in range({calls}):\n    await echo(text=str(n))\n{calls}"
-    whole = statistics.median(await timed(max(5, runs // 20), lambda: run_code(client, program)))
-    per_call = (whole - trivial) / calls
-    row(f"a page call inside a program ({calls} calls, less the start)", f"{per_call * 1000:.2f} ms",
+    row(f"start of `1 + 1`, warm sandbox, through MCP, p50 of {runs}", f"{trivial * 1000:.2f} ms",
+        f"{direct * 1000:.2f} ms (a direct page call, p50)", trivial / direct)
+    (few, few_time), (many, many_time) = sorted(programs.items())
+    per_call = (many_time - few_time) / (many - few)
+    row(f"a page call inside a program (the {few}- and {many}-call programs' slope)", f"{per_call * 1000:.2f} ms",
         f"{direct * 1000:.2f} ms (a direct page call, p50)", per_call / direct)
+    fixed = few_time - few * per_call
+    row("the fixed cost of a program that calls tools (the intercept: its type check most of it)",
+        f"{fixed * 1000:.1f} ms", f"{trivial * 1000:.2f} ms (`1 + 1`)", fixed / trivial)
 
 
 async def parked_memory(client: Any, bridge: c.Server, pages: c.Pages, programs: int) -> None:
     program = ("orders = [{'id': n, 'items': ['sku'] * 5} for n in range(20)]\n"
                "answer = await wait(text='Ship?')\n[answer, len(orders)]")
 
-    async def park_all(count: int) -> tuple[tuple[int, int], int]:
+    async def waiting(count: int, call: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[int, int, int]:
+        """RSS of the bridge and its workers while `count` calls wait on dialogs, and its worker processes."""
         await pages.do("hold", on=True)
-        runs = [asyncio.create_task(run_code(client, program)) for _ in range(count)]
+        runs = [asyncio.create_task(call()) for _ in range(count)]
         while (await pages.do("held"))["held"] < count:
             await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)  # the last ones park (5 ms after they wait), the bridge settles
-        parked = bridge_rss_kb(bridge), len(sandbox_workers(bridge))
+        await asyncio.sleep(1.0)  # the last programs park (5 ms after they wait), the bridge settles
+        (host, workers), processes = bridge_rss_kb(bridge), len(sandbox_workers(bridge))
         await pages.do("hold", on=False)
         await pages.do("release")
         await asyncio.gather(*runs)
-        return parked
+        return host, workers, processes
 
-    await park_all(8)  # warm: the workers have run and loaded programs
+    def parked_program() -> Coroutine[Any, Any, Any]:
+        return run_code(client, program)
+
+    def direct_call() -> Coroutine[Any, Any, Any]:
+        return c.call_text(client, "wait", {"text": "Ship?"})
+
+    await waiting(8, parked_program)  # warm: the workers have run and loaded programs
+    await waiting(8, direct_call)
     await asyncio.sleep(1.0)
-    idle_host, idle_workers = bridge_rss_kb(bridge)
-    (host, workers), processes = await park_all(programs)
-    over = (host - idle_host) + (workers - idle_workers)
-    row(f"{programs} programs parked on dialogs: RSS over the idle bridge",
-        f"{over / 1024:.1f} MB ({over / programs:.0f} KB a program; bridge +{(host - idle_host) / 1024:.1f} MB, "
-        f"workers +{(workers - idle_workers) / 1024:.1f} MB)",
-        f"{(idle_host + idle_workers) / 1024:.1f} MB idle (bridge and its {processes} sandbox workers)",
-        (host + workers) / (idle_host + idle_workers))
+    idle = sum(bridge_rss_kb(bridge))
+    host, workers, processes = await waiting(programs, parked_program)
+    await asyncio.sleep(1.0)
+    direct_host, direct_workers, _ = await waiting(programs, direct_call)
+    over, direct_over = host + workers - idle, direct_host + direct_workers - idle
+    row(f"{programs} programs parked on dialogs: RSS over the idle bridge ({idle / 1024:.0f} MB, its "
+        f"{processes} sandbox workers included)", f"{over / 1024:.1f} MB ({over / programs:.0f} KB a program)",
+        f"{direct_over / 1024:.1f} MB ({programs} direct calls waiting on dialogs)", over / direct_over)
 
 
 async def aggregate_bytes(client: Any, pages: c.Pages) -> None:
@@ -160,7 +174,8 @@ async def aggregate_bytes(client: Any, pages: c.Pages) -> None:
         answer = await client.call_tool("get_order", {"order_id": n})
         direct += sum(len(block.text) for block in answer.content)
     row(f"an aggregate over {ORDERS} orders: what the agent reads", f"{value} characters (the total)",
-        f"{sent:,} bytes the pages sent ({direct:,} characters in {ORDERS} direct calls' results)", value / sent)
+        f"{sent:,} bytes the pages sent ({direct:,} characters in {ORDERS} direct calls' results)", None)
+    print(f"|   (the agent reads {sent / value:,.0f}x fewer characters) | | | |")
 
 
 async def main() -> None:
@@ -178,12 +193,14 @@ async def main() -> None:
     try:
         await pages.do("open", n=1, tools=[c.ECHO_TOOL, c.WAIT_TOOL, c.ORDER_TOOL])
         async with c.mcp_client(bridge.mcp_url, "2026-07-28") as client:
+            for n in range(20):  # warm: the sandbox's first programs, the connections
+                await run_code(client, f"for n in range(3):\n    await echo(text='warm')\n{n}")
+                await c.call_text(client, "echo", {"text": "warm"})
             print("| what | measured | baseline (same run) | ratio |")
             print("|---|---|---|---|")
-            for calls in sorted({args.calls // 4, args.calls}):
-                await sequential(client, calls, 20)
+            programs = {calls: await sequential(client, calls, 20) for calls in (args.calls // 4, args.calls)}
             await gathered(client, pages)
-            await start_and_per_call(client, args.calls, args.runs)
+            await start_and_per_call(client, programs, args.runs)
             await parked_memory(client, bridge, pages, args.parked)
             await aggregate_bytes(client, pages)
     finally:
