@@ -126,7 +126,7 @@ class Programs:
         engine = await self._engine_started()
         if isinstance(engine, RunResult):
             return program_result(engine)
-        run_id = uuid.uuid4().hex
+        run_id, started = uuid.uuid4().hex, time.monotonic()
         self.running += 1
         try:
             result = await engine.run(code, self._tools_named(room, code), RoomCaller(self.hub, room, pages_url),
@@ -135,6 +135,9 @@ class Programs:
         finally:
             self.running -= 1
             self.parked.ended(run_id)
+        # One line a program, beside its page calls' own.
+        log.info("program room=%s calls=%d outcome=%s duration=%.3fs", room, result.calls,
+                 result.error.kind if result.error is not None else "value", time.monotonic() - started)
         return program_result(result)
 
     async def _engine_started(self) -> CodeMode | RunResult:

@@ -172,3 +172,25 @@ async def test_a_program_whose_page_asks_for_input_reads_why_it_cannot_give_it()
                                                            "cannot give: call get_order directly."}
         finally:
             await shop.close()
+
+
+async def test_an_agent_that_asked_for_progress_hears_keep_alive_ticks_while_a_program_waits():
+    async with code_bridge(progress_interval=0.2) as bridge, Client(bridge.mcp_url()) as client:
+        shop = await served_page(bridge)
+        seen: list[tuple[float, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        try:
+            run = asyncio.create_task(client.call_tool("run_code", {"code": WAITS_FOR_A_PERSON},
+                                                       progress_callback=on_progress))
+            await eventually(lambda: shop.held)
+            await eventually(lambda: sum(m == "The program is waiting for the pages to answer." for _, m in seen) >= 2)
+            [call_id] = shop.held
+            await shop.answer(call_id, "yes")
+            assert (await asyncio.wait_for(run, 10)).structured_content == {"result": ["yes", 13.0]}
+            assert seen[0][1] == "1 of 1 tool calls answered; last: get_order"
+            assert [progress for progress, _ in seen] == sorted({progress for progress, _ in seen})  # increasing
+        finally:
+            await shop.close()
