@@ -190,7 +190,7 @@ async def test_an_agent_that_asked_for_progress_hears_keep_alive_ticks_while_a_p
             [call_id] = shop.held
             await shop.answer(call_id, "yes")
             assert (await asyncio.wait_for(run, 10)).structured_content == {"result": ["yes", 13.0]}
-            assert seen[0][1] == "1 of 1 tool calls answered; last: get_order"
+            assert "1 of 1 tool calls answered; last: get_order" in [message for _, message in seen]
             assert [progress for progress, _ in seen] == sorted({progress for progress, _ in seen})  # increasing
         finally:
             await shop.close()
