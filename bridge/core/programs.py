@@ -149,9 +149,9 @@ class Programs:
             if not self._serving:
                 return NOT_SERVING
             if self._engine is None:
-                engine = CodeMode(limits=self.limits, max_workers=self.config.workers, warm_workers=WARM_WORKERS,
-                                  turn_timeout=max(TURN_TIMEOUT_MIN, 4 * self.config.compute_seconds))
                 try:
+                    engine = CodeMode(limits=self.limits, max_workers=self.config.workers, warm_workers=WARM_WORKERS,
+                                      turn_timeout=max(TURN_TIMEOUT_MIN, 4 * self.config.compute_seconds))
                     await engine.__aenter__()
                 except Exception as exc:  # the sandbox's binary is missing, or cannot start here
                     log.exception("the code mode sandbox could not start")

@@ -119,3 +119,22 @@ def test_parked_records_are_kept_until_their_run_ends():
     parked.ended("r1")
     parked.ended("r1")
     assert len(parked) == 0
+
+
+@pytest.mark.parametrize("binary", ["missing", "unusable"])
+async def test_a_sandbox_that_cannot_start_is_an_error_the_agent_reads(monkeypatch, binary):
+    """No `monty` binary where the sandbox looks for one (an installation without it), or one that cannot run."""
+    import pydantic_monty._binary
+
+    if binary == "missing":
+        monkeypatch.delenv("MONTY_BIN", raising=False)
+        monkeypatch.setattr(pydantic_monty._binary, "_script_dirs", lambda: [])
+        monkeypatch.setenv("PATH", "/nonexistent")
+    else:
+        monkeypatch.setenv("MONTY_BIN", "/nonexistent/monty")
+    programs = Programs(shop_hub(), CODE)
+    async with programs.serving():
+        result = await programs.run("default", "1 + 1", pages_url=lambda: "")
+    assert result["isError"] and result["structuredContent"]["error"]["kind"] == "crashed"
+    assert result["content"][0]["text"].startswith("The program stopped: the sandbox could not start: ")
+    assert not programs.started

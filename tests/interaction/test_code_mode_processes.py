@@ -7,7 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
+import sys
+from pathlib import Path
+from typing import Any
 
 import mcp_types as types
 from code_mode_support import (
@@ -21,6 +25,7 @@ from code_mode_support import (
 from mcp import Client, StdioServerParameters
 from support import PortOnly, eventually, free_port, wait_for_http
 from test_cli import start_serve
+from test_packaging import clean_env, installed  # noqa: F401 (a fixture)
 from test_stdio import ended, send, started_stdio, stdio_command, stopped
 
 PRINTS = "for n in range(100):\n    print(f'line {n}', 'x' * 100)\n" + AGGREGATE
@@ -139,3 +144,31 @@ async def test_a_program_runs_in_a_room_no_page_has_joined():
         missing = await client.call_tool("run_code", {"code": "await call_tool('anything', {})"})
         assert missing.is_error and 'No page is connected to room "empty"' in text_of(missing)
 
+
+
+async def test_the_installed_package_serves_run_code(installed):  # noqa: F811 (the fixture, by name)
+    """The wheel, installed: `run_code` is served, the sandbox needs nothing more than the package's dependencies
+    (here this checkout's, as the fixture shares them; the sandbox's binary too, which pip puts beside the
+    interpreter)."""
+    process, url, _ = await start_serve_installed(installed, MONTY_BIN=str(Path(sys.executable).parent / "monty"))
+    try:
+        async with Client(f"{url}/mcp") as client:
+            result = await client.call_tool("run_code", {"code": "sum(range(10))"})
+            assert result.structured_content == {"result": 45}, text_of(result)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        status = await asyncio.wait_for(process.wait(), 20)
+        print((await process.stderr.read()).decode())  # shown when the test fails
+    assert status == 0
+
+
+async def start_serve_installed(package: Any, **env: str) -> tuple[asyncio.subprocess.Process, str, str]:
+    process = await asyncio.create_subprocess_exec(package.command, "serve", "--port", "0", cwd=package.workdir,
+                                                   env=clean_env() | env, stdin=asyncio.subprocess.DEVNULL,
+                                                   stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    said = ""
+    while not (match := re.search(r"demo (http://127\.0\.0\.1:\d+)/", said)):
+        line = (await asyncio.wait_for(process.stderr.readline(), 20)).decode()
+        assert line, "the installed bridge exited before listening:\n" + said
+        said += line
+    return process, match.group(1), said
