@@ -42,6 +42,17 @@ ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "re
 ECHO_TOOL = {"name": "echo", "description": "Answer with the text it is given.", "inputSchema": ECHO_SCHEMA}
 WAIT_TOOL = {"name": "wait", "description": "Answer when released.", "inputSchema": ECHO_SCHEMA}
 ARGUMENTS = {"text": "hello from the agent"}
+ORDER_TOOL = {"name": "get_order", "description": "Read one order of the shop.",
+              "inputSchema": {"type": "object", "properties": {"order_id": {"type": "integer"}},
+                              "required": ["order_id"]}}
+
+
+def bench_order(order_id: int) -> dict:
+    """The pages' answer to get_order: order n, open when n is odd, its total 10 + n, with its items."""
+    return {"id": order_id, "status": "open" if order_id % 2 else "closed", "total": 10.0 + order_id,
+            "customer": f"customer {order_id}", "placed": "2026-11-28",
+            "items": [{"sku": f"sku-{order_id}-{k}", "name": f"item {k}", "qty": k + 1, "price": 4.5}
+                      for k in range(3)]}
 
 
 # --- machine, processes, /proc ----------------------------------------------------------------
@@ -428,7 +439,11 @@ class _PagesHost:
     {"cmd": "register", "page": I, "tools": [...]}              page I registers more tools
     {"cmd": "close", "keep": K}                                  pages past the first K leave
     {"cmd": "hold", "on": true}                                  keep invocations unanswered (or not)
+    {"cmd": "delay", "seconds": S}                               answer each invocation S seconds after it came
     {"cmd": "held"}  {"cmd": "release"}  {"cmd": "stats"}  {"cmd": "quit"}
+
+    `get_order` is answered with `bench_order(order_id)`, any other tool with its `text` argument; `stats`
+    counts the answers and the bytes of their results' JSON.
     """
 
     def __init__(self, url: str) -> None:
@@ -440,13 +455,28 @@ class _PagesHost:
         self.holding = False
         self.held: list[tuple[_Page, dict]] = []
         self.answered = 0
+        self.answer_bytes = 0
+        self.delay = 0.0
+        self._later: set[asyncio.Task] = set()
 
     async def invoked(self, page: _Page, invoke: dict) -> None:
         if self.holding:
             self.held.append((page, invoke))
-            return
+        elif self.delay:  # the event stream reads on meanwhile: the calls' delays overlap
+            later = asyncio.create_task(self._answer(page, invoke, self.delay))
+            self._later.add(later)
+            later.add_done_callback(self._later.discard)
+        else:
+            await self._answer(page, invoke)
+
+    async def _answer(self, page: _Page, invoke: dict, after: float = 0.0) -> None:
+        if after:
+            await asyncio.sleep(after)
+        params = invoke["params"]
+        result = bench_order(params["order_id"]) if invoke["tool"] == "get_order" else params.get("text", "")
         self.answered += 1
-        await page.answer(invoke["call_id"], invoke["params"].get("text", ""))
+        self.answer_bytes += len(json.dumps(result))
+        await page.answer(invoke["call_id"], result)
 
     async def open(self, n: int, tools: list[dict], deflate: bool = True, parallel: int = 50) -> dict:
         started = time.perf_counter()
@@ -491,14 +521,17 @@ class _PagesHost:
         if cmd == "hold":
             self.holding = kw["on"]
             return {}
+        if cmd == "delay":
+            self.delay = kw["seconds"]
+            return {}
         if cmd == "held":
             return {"held": len(self.held)}
         if cmd == "release":
             held, self.held = self.held, []
-            await asyncio.gather(*(p.answer(i["call_id"], i["params"].get("text", "")) for p, i in held))
+            await asyncio.gather(*(self._answer(p, i) for p, i in held))
             return {"released": len(held)}
         if cmd == "stats":
-            return {"answered": self.answered, "pages": len(self.pages)}
+            return {"answered": self.answered, "pages": len(self.pages), "answer_bytes": self.answer_bytes}
         if cmd == "quit":
             await asyncio.gather(*(p.close() for p in self.pages))
             return {}

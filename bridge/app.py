@@ -36,6 +36,7 @@ from bridge._port_claim import NONCE, ClaimUnusable, PortClaim
 from bridge.access import AgentOrigins, FailedAttempts, PageOrigins, TrustedHosts, missing_agent_token, origin_pattern
 from bridge.config import Settings, UnusableSettings
 from bridge.core.hub import Hub
+from bridge.core.programs import Programs
 from bridge.mcp_edge import McpRooms
 from bridge.metrics import BridgeMetrics
 from bridge.page_edge import AguiEndpoint, PageEndpoints
@@ -124,7 +125,9 @@ class Bridge:
             link.attach(calls=self.hub.calls, catalog=self.hub.catalog, pages=self.hub.pages,
                         embed_later=self.hub.semantic.embed_later)
         self.link = link
-        self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks)
+        # Agents' programs (code mode): the sandbox's workers start with the first one, within the lifespan.
+        self.programs = Programs(self.hub, self.settings.code_config())
+        self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks, self.programs)
         # FailedAttempts: wrong page tokens, per address.
         origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()
         self.pages = PageEndpoints(self.hub, self.settings, origins, attempts)
@@ -139,12 +142,13 @@ class Bridge:
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
-        """Runs the MCP session managers (and shared mode's link); enter it from the host app's
-        lifespan when mounted."""
+        """Runs the MCP session managers (and shared mode's link, and the sandbox of agents' programs once
+        one comes); enter it from the host app's lifespan when mounted."""
         if self.link is not None:
             await self.link.start()
         try:
-            async with self.mcp.running(), anyio.create_task_group() as watching:
+            # The sandbox stops last: the requests and tasks running programs are over by then.
+            async with self.programs.serving(), self.mcp.running(), anyio.create_task_group() as watching:
                 watching.start_soon(self._shut_down_with_the_server)
                 yield
                 watching.cancel_scope.cancel()
@@ -200,6 +204,7 @@ class Bridge:
             if refusal is not None:
                 return refusal
             state = {"version": __version__} | self.hub.state()  # a stdio agent tells a bridge from another server
+            state["programs"] = self.programs.state()
             state["cli"] = client_config.executable()  # the demo page's config command names this installation
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])

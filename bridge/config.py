@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bridge.core.defaults import DEFAULTS, TASK_LIMITS, HubConfig, TaskLimits
+from bridge.core.defaults import CODE, DEFAULTS, TASK_LIMITS, CodeConfig, HubConfig, TaskLimits
 from bridge.core.room_names import ROOM_NAME, ROOM_NAME_RULE
 
 ENV_PREFIX = "AGUI_BRIDGE_"
@@ -70,6 +70,23 @@ class Settings:
                                                             "of tools flagged untrustedContentHint) and say in every "
                                                             "tool's description which page and origin it comes "
                                                             "from; off: the user's own app")
+    code_mode: str = setting(CODE.mode, "'on': agents may run a Python program that calls the room's tools in a "
+                                        "sandbox (the run_code tool, listed beside the meta-tools); 'off': no such "
+                                        "tool")
+    code_tool_name: str = setting(CODE.tool_name, "name of the tool that runs an agent's program")
+    code_compute_seconds: float = setting(CODE.compute_seconds, "seconds of computing one program may use (waiting "
+                                                                "on pages does not count: the call timeout bounds it)")
+    code_memory_mb: int = setting(CODE.memory_mb, "megabytes of memory one program may use")
+    code_max_calls: int = setting(CODE.max_calls, "most tool calls one program may make")
+    code_max_calls_in_flight: int = setting(CODE.max_calls_in_flight, "most tool calls one program may have "
+                                                                      "waiting at once")
+    code_max_printed_chars: int = setting(CODE.max_printed_chars, "most characters a program may print")
+    code_max_value_chars: int = setting(CODE.max_value_chars, "a program's value past this many characters of JSON is "
+                                                              "cut, with a note")
+    code_workers: int = setting(CODE.workers, "most sandbox worker processes (each runs one program at a time; a "
+                                              "program waiting on pages holds none)")
+    result_max_chars: int = setting(100_000, "a page's answer to a direct call past this many characters reaches the "
+                                             "agent cut, with a note (a program gets it whole)")
     max_message_bytes: int = setting(1 << 20, "largest page message accepted, in bytes; a WebSocket frame over 4x "
                                               "this is closed with 1009")
     allowed_origins: str = setting("http://127.0.0.1:*,http://localhost:*,http://[::1]:*", "comma-separated Origin "
@@ -153,6 +170,9 @@ class Settings:
         names = (self.search_tool_name, self.describe_tool_name, self.call_tool_name)
         if len(set(names)) < len(names):
             raise UnusableSettings(f"the meta-tools need three different names, not {', '.join(names)}.")
+        if self.code_mode == "on" and self.code_tool_name in names:
+            raise UnusableSettings(f"--code-tool-name {self.code_tool_name!r} is a meta-tool's name: the tool that "
+                                   "runs programs needs its own.")
         if not self.loopback_only and not self.agent_token:
             raise InsecureSettings(
                 f"refusing to listen on {self.host} without an agent token: anyone who can reach it could call "
@@ -169,8 +189,12 @@ class Settings:
         return TaskLimits(total=self.max_tasks, per_agent=self.max_tasks_per_agent, per_room=self.max_tasks_per_room,
                           bytes_total=self.max_task_bytes, bytes_per_agent=self.max_task_bytes_per_agent)
 
+    def code_config(self) -> CodeConfig:
+        return CodeConfig(**{f.name: getattr(self, f"code_{f.name}") for f in fields(CodeConfig)})
+
     def hub_config(self) -> HubConfig:
-        return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)})
+        return HubConfig(**{f.name: getattr(self, f.name) for f in fields(HubConfig) if hasattr(self, f.name)},
+                         code=self.code_config())
 
 
 _ORIGIN = re.compile(r"null|https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9*.-]+)(:([0-9]{1,5}|\*))?")
@@ -216,6 +240,8 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "search_tool_name": _META_TOOL_NAME,
     "describe_tool_name": _META_TOOL_NAME,
     "call_tool_name": _META_TOOL_NAME,
+    "code_tool_name": _META_TOOL_NAME,
+    "code_mode": ((lambda value: value in ("on", "off")), "on or off"),
     "allowed_origins": (_listed(_ORIGIN), "comma-separated origins such as http://localhost:* or https://app.example "
                                           "(scheme://host[:port], '*' for any port), or null"),
     "agent_origins": (_listed(_ORIGIN), "comma-separated origins such as https://inspector.example "

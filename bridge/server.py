@@ -13,6 +13,7 @@ import gc
 import json
 import logging
 import math
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -132,7 +133,8 @@ def bind(settings: Settings) -> socket.socket:
 
 class _Server(uvicorn.Server):
     """uvicorn, but a stop signal first answers the calls in flight, while agents are still connected
-    to read the answer (uvicorn then waits for their responses before it closes connections)."""
+    to read the answer (uvicorn then waits for their responses before it closes connections); and
+    SIGTERM, a service manager's stop, ends the process with status 0 once it stopped gracefully."""
 
     def __init__(self, config: uvicorn.Config, bridge: Bridge) -> None:
         super().__init__(config)
@@ -145,8 +147,14 @@ class _Server(uvicorn.Server):
     def _answer_then_exit(self, sig: int, frame: object) -> None:
         self._bridge.shutdown()
         # A moment for the answers and the pages' cancels to go out before streams are cut.
-        asyncio.get_running_loop().call_later(
-            SHUTDOWN_FLUSH_SECONDS, lambda: uvicorn.Server.handle_exit(self, sig, frame))  # type: ignore[arg-type]
+        asyncio.get_running_loop().call_later(SHUTDOWN_FLUSH_SECONDS, self._exit, sig, frame)
+
+    def _exit(self, sig: int, frame: object) -> None:
+        if sig == signal.SIGTERM:
+            # uvicorn would raise the signal again once stopped, and the process die of it (status 143).
+            self.should_exit = True
+        else:  # Ctrl-C: raised again once stopped (the CLI ends quietly), a second one forces the exit
+            uvicorn.Server.handle_exit(self, sig, frame)  # type: ignore[arg-type]
 
 
 class RunningServer:

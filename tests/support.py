@@ -42,9 +42,10 @@ def free_port() -> int:
 async def running_bridge(port: int = 0, **overrides: Any):
     """A bridge on 127.0.0.1: on a free port, or on `port` to stop one bridge and start another in its place."""
     # Meta-tools only in search mode, so listings are the pages' own tools; tests/interaction/test_first_minutes.py
-    # tests the default (always listed).
+    # tests the default (always listed). Code mode off, for the same reason (its tool is listed beside the
+    # meta-tools): tests/interaction/test_code_mode_*.py turn it on.
     settings = replace(Settings(port=port, page_grace=0.3, sse_ping=5, progress_interval=5, log_level="warning",
-                                meta_tools="search-mode"),
+                                meta_tools="search-mode", code_mode="off"),
                        **overrides)
     server = RunningServer(Bridge(settings), bind(settings))
     await server.start()

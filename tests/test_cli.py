@@ -255,7 +255,8 @@ async def test_the_configured_command_serves_an_agent():
     entry = json.loads(run("config", "cursor", "--port", str(port)).stdout)["mcpServers"]["agui-bridge"]
     params = StdioServerParameters(command=entry["command"], args=entry["args"], env=_env())
     async with Client(params, mode="legacy") as client, httpx.AsyncClient() as http:
-        assert {t.name for t in (await client.list_tools()).tools} <= {"tool_search", "tool_describe", "call_tool"}
+        assert {t.name for t in (await client.list_tools()).tools} <= {"tool_search", "tool_describe", "call_tool",
+                                                                       "run_code"}
         assert (await http.get(f"http://127.0.0.1:{port}/api/state")).status_code == 200  # pages connect there
 
 

@@ -1,12 +1,37 @@
 /**
  * A generated catalog of realistic business tools (CRM, billing, support, …), used by the demo page's
- * "300 more tools" switch and by examples/many_tools to show the bridge's search mode.
+ * "300 more tools" switch and by examples/many_tools to show the bridge's search mode; and the demo shop's
+ * orders (`demoOrders`), the long answer of the demo page's `list_orders` tool (code mode's point: a program
+ * reads them all and returns only a total).
  *
  *   import { generateTools, simulate } from "http://127.0.0.1:8765/client/demo-tools.js";
  *   for (const tool of generateTools(300)) bridge.registerTool(tool, (params) => simulate(tool, params), { signal });
  *
  * The tools do nothing real: `simulate()` answers with plausible, clearly marked demo data.
  */
+
+const CUSTOMERS = ["Alice Martin", "Bob Stone", "Chloé Dubois", "David Kim", "Emma Rossi", "Farid Haddad",
+  "Grace Chen", "Hugo Silva"];
+const PRODUCTS = [["mug-01", "Stoneware mug", 12.5], ["tea-02", "Sencha tea, 100 g", 8.9], ["pot-03", "Cast iron teapot", 46],
+  ["bag-04", "Canvas tote bag", 18], ["cup-05", "Espresso cup set", 24.5], ["kit-06", "Pour-over kit", 39]];
+const ORDER_STATUSES = ["open", "shipped", "open", "cancelled", "shipped"];
+
+/**
+ * The demo shop's orders, newest first, the same on every page: each with its id, customer, status ("open",
+ * "shipped" or "cancelled"), placing date, items and total in EUR.
+ */
+export function demoOrders(count = 40) {
+  return Array.from({ length: count }, (_, i) => {
+    const items = Array.from({ length: 1 + (i % 3) }, (_, k) => {
+      const [sku, name, price] = PRODUCTS[(i * 5 + k * 7) % PRODUCTS.length];
+      return { sku, name, quantity: 1 + ((i + k) % 4), unit_price: price };
+    });
+    const total = Math.round(items.reduce((sum, item) => sum + item.quantity * item.unit_price, 0) * 100) / 100;
+    const day = String(28 - (i % 28)).padStart(2, "0");
+    return { id: `ord-${1040 - i}`, customer: CUSTOMERS[(i * 3) % CUSTOMERS.length], status: ORDER_STATUSES[i % 5],
+      placed: `2026-${i < 28 ? "11" : "10"}-${day}`, currency: "EUR", items, total };
+  });
+}
 
 const S = (description, extra = {}) => ({ type: "string", description, ...extra });
 const N = (description, extra = {}) => ({ type: "number", description, ...extra });

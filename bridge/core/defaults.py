@@ -2,14 +2,38 @@
 
 `HubConfig` is the core's part of the settings: `bridge.config.Settings` takes its defaults from
 `DEFAULTS` (and adds hosts, ports, log levels...), and `Settings.hub_config()` makes the hub's.
-The catalog's listing policy and definition limits default to the same values.
+The catalog's listing policy and definition limits default to the same values. `CodeConfig` is
+code mode's part (the `run_code` tool and what one program may use), `TaskLimits` the tasks'.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bridge.schemas import SchemaLimits
+
+
+@dataclass(frozen=True)
+class CodeConfig:
+    """Code mode: the `run_code` tool, and what one program may use (as `bridge.code_mode.Limits` takes it;
+    written here as plain numbers so that reading the settings imports no sandbox)."""
+
+    mode: str = "on"  # "off": no `run_code` tool, and its name is free for pages
+    tool_name: str = "run_code"
+    compute_seconds: float = 5.0  # the sandbox's computing time over a run; waiting on pages is free
+    memory_mb: int = 64  # the sandbox's heap
+    max_calls: int = 500  # tool calls one run starts
+    max_calls_in_flight: int = 50  # started and not yet answered
+    max_printed_chars: int = 20_000  # what print() wrote
+    max_value_chars: int = 20_000  # the value's JSON text: past it the value is cut, with a note
+    workers: int = 4  # sandbox worker processes at most (a program waiting on pages holds none)
+
+    @property
+    def on(self) -> bool:
+        return self.mode == "on"
+
+
+CODE = CodeConfig()
 
 
 @dataclass(frozen=True)
@@ -43,6 +67,7 @@ class HubConfig:
     search_model: str = ""  # a fastembed model name; empty: lexical search only
     search_model_path: str = ""  # a local folder holding that model's files (nothing is fetched)
     search_model_cache: str = ""  # where fastembed keeps models it fetches (its default when empty)
+    code: CodeConfig = field(default=CODE)  # the `run_code` tool's name and limits (routed, listed, reserved)
 
     def page_token(self, room: str) -> str:
         """The token a page must present to join `room` ("" when none)."""

@@ -174,8 +174,9 @@ class Hub:
     def __init__(self, config: HubConfig | None = None, *, link: HubLink | None = None,
                  observers: Sequence[HubObserver] = ()) -> None:
         self.config = config = config or HubConfig()
-        self.meta = MetaTools(MetaToolNames(config.search_tool_name, config.describe_tool_name,
-                                            config.call_tool_name))
+        code = config.code if config.code.on else None
+        self.meta = MetaTools(MetaToolNames(config.search_tool_name, config.describe_tool_name, config.call_tool_name,
+                                            code.tool_name if code is not None else None), code)
         self.catalog = Catalog(ListingPolicy(
             inline_max=config.inline_max,
             inline_token_budget=config.inline_token_budget,

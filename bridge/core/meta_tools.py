@@ -1,5 +1,6 @@
 """The meta-tools a room in search mode shows — search, describe, call-through — and how a
-`tools/call` by name is routed: to a meta-tool's answer, or to a page tool to invoke.
+`tools/call` by name is routed: to a meta-tool's answer, to a page tool to invoke, or (code mode)
+to a program to run (`bridge.core.code_tool`, whose tool is listed and reserved beside them).
 
 Definitions and answers are plain MCP wire JSON. Error texts name the meta-tools as
 configured. The descriptions are written for the model that will read them.
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from bridge.code_mode import python_signature
 from bridge.core.catalog import Room, Tool
-from bridge.core.defaults import DEFAULTS
+from bridge.core.code_tool import RunProgram, run_code_definition
+from bridge.core.defaults import DEFAULTS, CodeConfig
 from bridge.core.results import error_result
 
 SEARCH_LIMIT_MAX = 20
@@ -38,9 +41,10 @@ class MetaToolNames:
     search: str = DEFAULTS.search_tool_name
     describe: str = DEFAULTS.describe_tool_name
     call: str = DEFAULTS.call_tool_name
+    code: str | None = None  # code mode's `run_code`, when on
 
     def __iter__(self):
-        return iter((self.search, self.describe, self.call))
+        return iter((self.search, self.describe, self.call) + ((self.code,) if self.code is not None else ()))
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,16 @@ class UnknownTool:
     message: str
 
 
-Route = dict[str, Any] | Invoke | UnknownTool
+Route = dict[str, Any] | Invoke | UnknownTool | RunProgram
 
 
 class MetaTools:
-    def __init__(self, names: MetaToolNames) -> None:
+    def __init__(self, names: MetaToolNames, code: CodeConfig | None = None) -> None:
+        """`code`: code mode's settings, when on (`names.code` is then its tool's name)."""
         self.names = names
         self.definitions = _definitions(names)
+        if code is not None:
+            self.definitions.append(run_code_definition(code, search=names.search, describe=names.describe))
 
     async def route(self, room: Room, name: str, arguments: dict[str, Any], no_page: str | None) -> Route:
         """What a `tools/call` of `name` becomes. `no_page`, when set, says the room has no page
@@ -77,13 +84,19 @@ class MetaTools:
             target = arguments.get("name")
             if not isinstance(target, str):
                 return error_result(f"{n.describe} needs a string 'name'.")
-            return describe(room, target) or error_result(self._not_found(room, target, no_page))
+            return (describe(room, target, python=n.code is not None)
+                    or error_result(self._not_found(room, target, no_page)))
         if name == n.call:
             target, target_arguments = arguments.get("name"), arguments.get("arguments", {})
             if not isinstance(target, str) or not isinstance(target_arguments, dict):
                 return error_result(f"{n.call} needs a string 'name' and an object 'arguments'.")
             tool = room.resolve(target)
             return Invoke(tool, target_arguments) if tool else error_result(self._not_found(room, target, no_page))
+        if name == n.code:
+            code = arguments.get("code")
+            if not isinstance(code, str):
+                return error_result(f"{n.code} needs the program as a string 'code'.")
+            return RunProgram(code)
         tool = room.resolve(name)
         if tool is None:
             return UnknownTool(f"Unknown tool: {shown(name)}.{self._did_you_mean(room, name)}"
@@ -159,7 +172,8 @@ def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
         {
             "name": names.describe,
             "description": ("Show the full definition (description, input schema with every parameter, examples) of "
-                            "any tool by its name."),
+                            "any tool by its name"
+                            + (f", and its Python signature in a {names.code} program." if names.code else ".")),
             "inputSchema": {
                 "type": "object",
                 "properties": {"name": {"type": "string", "description": "the tool's name"}},
@@ -270,7 +284,8 @@ def _match_text(entry: dict[str, Any]) -> str:
     return text
 
 
-def describe(room: Room, name: str) -> dict[str, Any] | None:
+def describe(room: Room, name: str, *, python: bool = False) -> dict[str, Any] | None:
+    """A tool's full definition; `python`: with its signature as a program calls it (code mode)."""
     tool = room.named(name)
     if tool is None:
         return None
@@ -281,4 +296,6 @@ def describe(room: Room, name: str) -> dict[str, Any] | None:
     if tool.pinned:
         full["pinned"] = True
     full |= {"tool": tool.page_name, "deferred": room.is_deferred(tool.key)}
+    if python:
+        full["python"] = python_signature(tool.key, full["inputSchema"])
     return {"content": [{"type": "text", "text": json.dumps(full, indent=1)}], "structuredContent": full}

@@ -10,6 +10,9 @@
 `_meta` keys under a prefix MCP reserves (`io.modelcontextprotocol/serverInfo`,
 `related-task`, ...) are the bridge's to set: a page's are dropped, from the result,
 its content blocks and their embedded resources; the page's own keys pass.
+
+An answer larger than the agent should read (`--result-max-chars`) is `cut` to that size, with a
+closing note; a program (`run_code`) gets it whole.
 """
 
 from __future__ import annotations
@@ -73,3 +76,39 @@ def _without_reserved_meta(part: Any) -> Any:
     if isinstance(resource, dict) and isinstance(resource.get("_meta"), dict):
         part = {**part, "resource": _without_reserved_meta(resource)}
     return part
+
+
+def cut(result: dict[str, Any], max_chars: int, *, structured_repeats_text: bool, needs_structured: bool = False,
+        code_tool: str | None = None) -> dict[str, Any]:
+    """The result, its text cut to `max_chars` characters when the answer is larger, with a closing note saying how
+    large it was (and that a program gets it whole). Its size is the text of its text blocks, and its structured
+    content's JSON unless that repeats the text (`structured_repeats_text`: the bridge wrote the text from it).
+    Structured content cannot be cut: a cut result has none, so for a tool that must give it (`needs_structured`,
+    an output schema) the cut result is an error result."""
+    content = result.get("content")
+    if not isinstance(content, list):
+        return result
+    size = sum(len(block["text"]) for block in content if _is_text(block))
+    if "structuredContent" in result and not structured_repeats_text:
+        size += len(json.dumps(result["structuredContent"], ensure_ascii=False))
+    if size <= max_chars:
+        return result
+    room, kept = max_chars, []
+    for block in content:
+        if not _is_text(block):
+            kept.append(block)
+        elif room > 0:
+            kept.append({**block, "text": block["text"][:room]})
+            room -= len(kept[-1]["text"])
+    note = f"[cut: the answer is {size:,} characters, over the {max_chars:,} this bridge returns."
+    if code_tool is not None:
+        note += f" Call the tool inside {code_tool} to filter or total it: a program gets the whole answer."
+    if needs_structured and result.get("isError") is not True:
+        note += " Its structured content cannot be cut, so this is an error result."
+        result = {**result, "isError": True}
+    kept.append({"type": "text", "text": note + "]"})
+    return {key: value for key, value in result.items() if key != "structuredContent"} | {"content": kept}
+
+
+def _is_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)

@@ -6,10 +6,15 @@ Both protocol eras are served. Handshake-era clients (2024-11-05 .. 2025-11-25) 
 on the `subscriptions/listen` streams they open.
 
 The life of one call: `_call_tool` asks `Hub.route` what the name means — a meta-tool's answer,
-an unknown tool, or a page tool to invoke (a deferred one is activated) — and hands the latter to
-`Hub.call`, which pushes `agui.tool.invoke` to the page and waits for its `agui.tool.return`, the
-timeout, the page going away or the agent cancelling, while `_call_tool` relays progress and
-turns the outcome into a CallToolResult.
+an unknown tool, a page tool to invoke (a deferred one is activated), or a program to run — and
+hands a page tool to `Hub.call`, which pushes `agui.tool.invoke` to the page and waits for its
+`agui.tool.return`, the timeout, the page going away or the agent cancelling, while `_call_tool`
+relays progress and turns the outcome into a CallToolResult (cut past `--result-max-chars`).
+
+A program (`run_code`) is the same life with `Programs.run` in place of `Hub.call`: it runs within
+its request (the agent's cancel, or nobody left to read the answer, ends it and cancels its page
+calls at the pages) or as a task, and the agent's progress token hears of each page call it makes
+finishing, and keep-alive ticks.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import asyncio
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -38,14 +43,17 @@ from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 
 from bridge import __version__
+from bridge.code_mode import CallFinished
 from bridge.config import Settings
-from bridge.core.calls import CallClock, MonotonicProgress, Outcome
+from bridge.core.calls import CallClock, MonotonicProgress, NoteSink, Outcome
 from bridge.core.catalog import Listing, Room, Tool
+from bridge.core.code_tool import RunProgram
 from bridge.core.hub import Hub
 from bridge.core.messages import validation_summary
 from bridge.core.meta_tools import Invoke, UnknownTool
+from bridge.core.programs import Programs
 from bridge.core.provenance import AGENT_NOTICE, marked_result
-from bridge.core.results import error_result, shaped_here, to_call_tool_result
+from bridge.core.results import cut, error_result, shaped_here, to_call_tool_result
 from bridge.core.used_states import UsedStates
 from bridge.mcp_edge._answer_streams import AnswerStream
 from bridge.mcp_edge._input import (
@@ -63,6 +71,7 @@ from bridge.mcp_edge._tasks import InputNeeded, PageTasks, missing_capability, o
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("agui-mcp-bridge")
+T = TypeVar("T")
 
 LEGACY_SESSIONS_MAX = 10_000  # as many as the session manager keeps open by default
 NOTIFY_TIMEOUT = 1.0
@@ -71,6 +80,9 @@ NOTIFY_TIMEOUT = 1.0
 NOTIFY_DELAY = 0.05
 WAITING_FOR_THE_AGENT = "Waiting for the agent's answer to the page's request for input."
 NOBODY_WAITS = "The agent's request was over before the page answered: the call was cancelled at the page."
+WAITING_FOR_THE_PAGE = "Waiting for the page to answer."
+WAITING_FOR_THE_PAGES = "The program is waiting for the pages to answer."
+NO_PROGRAMS = "This server runs no programs."
 # How a task's call may end other than with the page's answer (or the agent's cancel): the task fails.
 TASK_FAILURES = frozenset({"timeout", "page_gone", "bad_answer", "shutdown", "too_many_calls", "unavailable"})
 
@@ -104,8 +116,8 @@ class RoomServer:
 
     def __init__(self, hub: Hub, room: Room, settings: Settings, public_url: Callable[[], str] | None = None,
                  tasks: PageTasks | None = None, request_state: RequestStateSecurity | None = None,
-                 used_states: UsedStates | None = None) -> None:
-        self.hub, self.room, self.settings = hub, room, settings
+                 used_states: UsedStates | None = None, programs: Programs | None = None) -> None:
+        self.hub, self.room, self.settings, self.programs = hub, room, settings, programs
         self.used_states = used_states or UsedStates(settings.task_ttl)
         self.tasks = tasks
         self.log_levels = LogLevels(LEGACY_SESSIONS_MAX)
@@ -194,6 +206,9 @@ class RoomServer:
         elif self._lists_meta_tools(listing):
             text += (f" Tools pages add later are found with {names.search} and called through {names.call}, "
                      "even without listing tools again.")
+        if names.code is not None and self._lists_meta_tools(listing):
+            text += (f" For a task of several calls (loops, filters, totals), send {names.code} a short Python "
+                     "program that calls the tools: only its value comes back.")
         return text
 
     def _room_changed(self, room: Room) -> None:
@@ -229,6 +244,8 @@ class RoomServer:
                                      pages_url=lambda: self._pages_url(ctx))
         if isinstance(route, UnknownTool):
             raise MCPError(types.INVALID_PARAMS, route.message)
+        if isinstance(route, RunProgram):
+            return await self._run_program(ctx, params.name, route.code)
         if not isinstance(route, Invoke):  # a meta-tool's own answer
             return _as_built(route)
         tool, arguments = route.tool, route.arguments
@@ -245,6 +262,26 @@ class RoomServer:
         # A task's call outlives its request; any other ends with it (see bridge.mcp_edge._answer_streams).
         with AnswerStream.of(ctx.request).within():
             return await self._call_in_rounds(ctx, tool, arguments, asked)
+        return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
+
+    async def _run_program(self, ctx: ServerRequestContext, name: str, code: str) -> dict[str, Any]:
+        """An agent's program: as a task when the agent declares the tasks extension (a program may wait on a
+        person), else within its request, relaying progress to an agent that asked for it."""
+        if self.programs is None:
+            return _as_built(error_result(NO_PROGRAMS))
+        run = partial(self.programs.run, self.room.name, code, pages_url=lambda: self._pages_url(ctx))
+        if self.tasks is not None and self.tasks.wants_task(ctx, "optional"):
+            task = await self.tasks.start(ctx, self.room.name, name, "optional", lambda answers: run())
+            if task is not None:  # else no task can be kept now, and the program runs without one
+                return task
+        with AnswerStream.of(ctx.request).within():
+            if progress_token_from_params(ctx.params) is None:
+                result = await run()
+            else:
+                result = await self._relaying_notes(
+                    ctx, lambda on_note: run(on_call_finished=partial(_call_finished, on_note)),
+                    MonotonicProgress(), True, frozenset(), WAITING_FOR_THE_PAGES)
+            return {**result, "resultType": "complete"} if modern(ctx) else result
         return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
 
     async def _call_in_rounds(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
@@ -315,8 +352,10 @@ class RoomServer:
                 outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id if ctx else None,
                                               asked=asked, clock=clock)
             else:
-                outcome = await self._call_relaying_notes(ctx, tool, arguments, asked, clock,
-                                                          progress or MonotonicProgress(), wants_progress, log_levels)
+                outcome = await self._relaying_notes(
+                    ctx, lambda on_note: self.hub.call(tool, arguments, mcp_request_id=ctx.request_id, asked=asked,
+                                                       on_note=on_note, clock=clock),
+                    progress or MonotonicProgress(), wants_progress, log_levels, WAITING_FOR_THE_PAGE)
             span.set_attribute("agui.outcome", outcome.kind)
             if outcome.error is not None:
                 span.set_status(StatusCode.ERROR, outcome.kind)
@@ -338,7 +377,9 @@ class RoomServer:
         if problem is not None:
             result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
         elif not shaped_here(outcome):
-            return self._result(result).model_dump(mode="json", by_alias=True, exclude_none=True)
+            result = self._result(result).model_dump(mode="json", by_alias=True, exclude_none=True)
+        result = cut(result, self.settings.result_max_chars, structured_repeats_text=shaped_here(outcome),
+                     needs_structured=tool.definition.outputSchema is not None, code_tool=self.hub.meta.names.code)
         result.setdefault("isError", False)
         return result
 
@@ -347,23 +388,24 @@ class RoomServer:
         base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
         return base if self.room.name == "default" else f"{base}?room={self.room.name}"
 
-    async def _call_relaying_notes(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
-                                   asked: dict[str, Any], clock: CallClock | None, progress: MonotonicProgress,
-                                   wants_progress: bool, log_levels: frozenset[str]):
+    async def _relaying_notes(self, ctx: ServerRequestContext, work: Callable[[NoteSink], Awaitable[T]],
+                              progress: MonotonicProgress, wants_progress: bool, log_levels: frozenset[str],
+                              waiting: str) -> T:
+        """`work(on_note)` (a page call, a program), its notes relayed to the agent meanwhile; `waiting`: what
+        keep-alive ticks say."""
         send_notes, receive_notes = anyio.create_memory_object_stream[dict[str, Any]](64)
         with send_notes, receive_notes:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._relay_notes, ctx, receive_notes, progress, wants_progress, log_levels)
-                outcome = await self.hub.call(tool, arguments, mcp_request_id=ctx.request_id, asked=asked,
-                                              on_note=lambda note: _offer(send_notes, note), clock=clock)
+                tg.start_soon(self._relay_notes, ctx, receive_notes, progress, wants_progress, log_levels, waiting)
+                done = await work(lambda note: _offer(send_notes, note))
                 # What the page reported before its answer reaches the agent before the answer; an
                 # agent that stopped reading does not hold the answer up for long.
                 send_notes.close()
                 tg.cancel_scope.deadline = anyio.current_time() + NOTIFY_TIMEOUT
-        return outcome
+        return done
 
     async def _relay_notes(self, ctx: ServerRequestContext, page_notes, values: MonotonicProgress,
-                           wants_progress: bool, log_levels: frozenset[str]) -> None:
+                           wants_progress: bool, log_levels: frozenset[str], waiting: str) -> None:
         """Forward the page's progress and log lines as the agent asked for them, and tick while the page
         is quiet so clients with request timeouts keep waiting."""
         while True:
@@ -373,7 +415,7 @@ class RoomServer:
                 except anyio.EndOfStream:
                     return  # the call ended and everything the page reported went out
             if quiet.cancelled_caught:
-                await ctx.session.report_progress(*values.tick("Waiting for the page to answer."))
+                await ctx.session.report_progress(*values.tick(waiting))
             elif "progress" in note and wants_progress:
                 await ctx.session.report_progress(*values.page(*note["progress"]))
             elif "log" in note and note["log"]["level"] in log_levels:
@@ -392,6 +434,13 @@ def _as_built(result: dict[str, Any]) -> dict[str, Any]:
     """A CallToolResult the bridge built itself (wire JSON), with the fields a model of it would
     dump: the SDK validates it as it serialises it, so it is not validated and dumped here first."""
     return {"isError": False, **result, "resultType": "complete"}
+
+
+def _call_finished(on_note: NoteSink, finished: CallFinished) -> None:
+    """A program's page call finished: a progress note for its agent."""
+    outcome = "" if finished.ok else " (failed)"
+    on_note({"progress": [finished.finished, None, f"{finished.finished} of {finished.started} tool calls answered; "
+                                                   f"last: {finished.name}{outcome}"]})
 
 
 def _offer(stream: Any, item: Any) -> None:

@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from bridge.access import missing_agent_token
 from bridge.config import Settings
 from bridge.core.hub import Hub, TooManyRooms
+from bridge.core.programs import Programs
 from bridge.core.room_names import room_name_problem
 from bridge.core.tasks import TaskTable
 from bridge.core.used_states import SharedMarks, UsedStates
@@ -63,8 +64,8 @@ class McpRooms:
     """
 
     def __init__(self, hub: Hub, settings: Settings, shared_tasks: SharedTasks | None = None,
-                 shared_marks: SharedMarks | None = None) -> None:
-        self.hub, self.settings = hub, settings
+                 shared_marks: SharedMarks | None = None, programs: Programs | None = None) -> None:
+        self.hub, self.settings, self.programs = hub, settings, programs
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
         # Tasks outlive their room's server (freed when idle) and their agent's request.
@@ -109,7 +110,7 @@ class McpRooms:
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
                                              lambda: self._public_url or self.settings.public_url,
-                                             self.tasks, self.request_state, self.used_states)
+                                             self.tasks, self.request_state, self.used_states, self.programs)
         return self._servers[room]
 
     def _make_room_for_an_agent(self) -> None:

@@ -27,7 +27,7 @@ from browser_support import (
 from support import eventually, free_port, running_bridge
 
 USER_TOOLS = ("agui_user_confirm", "agui_user_prompt", "agui_user_choose")
-PAGE_TOOLS = ("page_get_selected_text", "page_read_form", "page_fill_form_field", "page_count_slowly",
+PAGE_TOOLS = ("page_get_selected_text", "page_read_form", "page_fill_form_field", "page_count_slowly", "list_orders",
               "book_table")  # the last: the demo's <form toolname>
 META_TOOLS = ("tool_search", "tool_describe", "call_tool")
 

@@ -30,7 +30,7 @@ EXAMPLE = ROOT / "examples" / "embed_fastapi" / "app.py"
 ERAS = ["legacy", "2026-07-28"]
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 JAVASCRIPT = {"text/javascript", "application/javascript"}
-META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default, beside the pages' tools
+META_TOOLS = ["tool_search", "tool_describe", "call_tool", "run_code"]  # listed by default, beside the pages' tools
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "t", "version": "0"}}}

@@ -137,4 +137,4 @@ async def test_mcp_client_configs():
     async with Client(params) as client:
         assert client.server_info.name == "agui-mcp-bridge"
         listing = await client.list_tools()  # no page yet: the meta-tools, to reach pages that come later
-        assert [t.name for t in listing.tools] == ["tool_search", "tool_describe", "call_tool"]
+        assert [t.name for t in listing.tools] == ["tool_search", "tool_describe", "call_tool", "run_code"]

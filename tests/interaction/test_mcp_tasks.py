@@ -184,7 +184,9 @@ async def test_an_agent_at_its_bound_locks_no_one_else_out_and_its_optional_tool
 
 
 async def test_kept_results_are_bounded_in_bytes_and_one_too_large_fails_its_task_saying_so():
-    async with running_bridge(max_task_bytes_per_agent=700_000, max_task_bytes=1_000_000) as b, \
+    # Answers past --result-max-chars reach agents cut: these are kept whole, for the bounds to meet them.
+    async with running_bridge(max_task_bytes_per_agent=700_000, max_task_bytes=1_000_000,
+                              result_max_chars=10_000_000) as b, \
             page(b, APPROVE) as p, credentialed("alice") as alice_http, credentialed("bob") as bob_http:
         alice, bob = Agent(b.mcp_url(), alice_http), Agent(b.mcp_url(), bob_http)
 
@@ -222,7 +224,8 @@ def kept_size(root: Any) -> int:
 
 async def test_a_structured_result_is_kept_once():
     value = {"rows": [{"id": n, "name": f"row {n}"} for n in range(10)], "blob": "x" * 900_000}
-    async with running_bridge() as b, page(b, APPROVE) as p, httpx.AsyncClient(timeout=10) as http:
+    async with running_bridge(result_max_chars=10_000_000) as b, page(b, APPROVE) as p, \
+            httpx.AsyncClient(timeout=10) as http:
         agent = Agent(b.mcp_url(), http)
         created = (await agent.call("approve_payment", {"amount": 1}))["result"]
         await p.answer((await p.event())["call_id"], value)

@@ -10,7 +10,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from support import Page, PortOnly, eventually, free_port, tool, wait_for_http
 
-META_TOOLS = ["tool_search", "tool_describe", "call_tool"]  # listed by default
+META_TOOLS = ["tool_search", "tool_describe", "call_tool", "run_code"]  # listed by default (run_code: code mode)
 HANDSHAKE = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "raw", "version": "0"}}},
