@@ -31,7 +31,7 @@ ASSEMBLY = ("bridge.app", "bridge.server", "bridge.cli")
 # for the assembly rule below.
 MAY_IMPORT: dict[str, set[str]] = {
     **{part: set() for part in LOWEST},
-    "bridge.core": {"bridge.search", "bridge.schemas"},
+    "bridge.core": {"bridge.search", "bridge.schemas", "bridge.code_mode"},
     "bridge.config": {"bridge.core", "bridge"},
     "bridge.access": {"bridge.core", "bridge.config", "bridge"},  # who may talk to the bridge: by the settings
     **{edge: {"bridge.core", *LOWEST, "bridge.config", "bridge.access", "bridge"} for edge in EDGES},

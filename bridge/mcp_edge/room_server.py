@@ -197,15 +197,16 @@ class RoomServer:
                 text += (f" Then use {names.search} to find the page's tools and call them by name or through "
                          f"{names.call}: there is no need to list tools again.")
             elsewhere = self.hub.pages_elsewhere(room)
-            return text + (f" {elsewhere}." if elsewhere is not None else "") + notice
-        text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s).{notice}"
-        if listing.search_mode:
-            text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, search "
-                     f"with {names.search} using short English keywords before giving up. Tools it finds are "
-                     f"callable at once by their name, or through {names.call}.")
-        elif self._lists_meta_tools(listing):
-            text += (f" Tools pages add later are found with {names.search} and called through {names.call}, "
-                     "even without listing tools again.")
+            text += (f" {elsewhere}." if elsewhere is not None else "") + notice
+        else:
+            text = f"Tools provided by the web pages connected to room '{room}': {len(self.room)} tool(s).{notice}"
+            if listing.search_mode:
+                text += (f" {listing.deferred} more tools are not listed: when a tool you need is not listed, "
+                         f"search with {names.search} using short English keywords before giving up. Tools it finds "
+                         f"are callable at once by their name, or through {names.call}.")
+            elif self._lists_meta_tools(listing):
+                text += (f" Tools pages add later are found with {names.search} and called through {names.call}, "
+                         "even without listing tools again.")
         if names.code is not None and self._lists_meta_tools(listing):
             text += (f" For a task of several calls (loops, filters, totals), send {names.code} a short Python "
                      "program that calls the tools: only its value comes back.")
