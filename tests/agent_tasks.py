@@ -46,6 +46,16 @@ class GetTask(Request[TaskParams, Literal["tasks/get"]]):
     name_param = "taskId"  # the extension asks for the task's id in the Mcp-Name header
 
 
+class CancelTask(Request[TaskParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskParams
+    name_param = "taskId"
+
+
+async def cancel_task(client: Client, task_id: str) -> None:
+    await client.session.send_request(CancelTask(params=TaskParams(task_id=task_id)), Result)
+
+
 async def get_task(client: Client, task_id: str) -> TaskState:
     return await client.session.send_request(GetTask(params=TaskParams(task_id=task_id)), TaskState)
 

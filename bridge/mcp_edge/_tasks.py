@@ -236,13 +236,18 @@ class PageTasks(Extension):
 
     async def adopting(self, interval: float) -> None:
         """Every `interval` seconds, go on here with the runs whose process stopped (until cancelled)."""
+        failing = False
         while True:
             await asyncio.sleep(interval)
             try:
                 for task_id in await self.survivors.orphans() if self.survivors is not None else []:
                     await self._adopt(task_id)
-            except Exception as exc:  # Redis away: tried again at the next round
-                log.warning("could not take over the runs of stopped processes: %s", exc)
+            except Exception as exc:  # Redis away: tried again at the next round, said once
+                if not failing:
+                    log.warning("could not take over the runs of stopped processes (trying again): %s", exc)
+                failing = True
+            else:
+                failing = False
 
     async def _adopt(self, task_id: str) -> bool:
         """Claim the run of a task whose process stopped, and go on with it here; whether it goes on (here, or

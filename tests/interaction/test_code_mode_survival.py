@@ -20,7 +20,7 @@ from typing import Any
 
 import pydantic_monty
 import pytest
-from agent_tasks import Tasks, start_task, task_ending
+from agent_tasks import Tasks, cancel_task, start_task, task_ending
 from code_mode_support import ServedPage, code_bridge, served_page
 from mcp import Client
 from redis.asyncio import Redis
@@ -180,6 +180,25 @@ async def test_a_call_answered_while_its_process_was_dying_reads_outcome_unknown
             assert done.status == "completed", done
             assert done.result["structuredContent"] == {"result": f"no answer: {OUTCOME_UNKNOWN}"}
             assert [event["tool"] for event in shop.invoked] == ["confirm"] and shop.cancelled == []
+        finally:
+            await shop.close()
+
+
+async def test_a_program_taken_over_is_cancelled_through_any_process_and_its_page_call_with_it(redis_url):
+    async with bridge_process(redis_url) as (dying, dying_at), bridge_process(redis_url) as (_, other_at), \
+            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as survivor, redis_client(redis_url) as redis:
+        shop = await served_page(survivor)
+        try:
+            task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
+            killed(dying)
+            await until(lambda: owned_by_another(redis, call_id, dead))
+            async with Client(other_at.url + "/mcp", extensions=[Tasks()]) as agent:
+                await cancel_task(agent, task_id)  # through a process that holds neither the program nor the page
+                done = await task_ending(agent, task_id)
+            assert done.status == "cancelled", done
+            await eventually(lambda: [(event["call_id"], event["reason"]) for event in shop.cancelled]
+                             == [(call_id, "cancelled by the agent")])
+            assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm"]
         finally:
             await shop.close()
 
