@@ -29,7 +29,7 @@ from typing import Any, cast
 from redis.exceptions import RedisError
 
 from bridge.code_mode import ParkedProgram
-from bridge.core.programs import ClaimedProgram, SentCall, SurvivingRun
+from bridge.core.surviving_programs import ClaimedProgram, SentCall, SurvivingRun
 from bridge.shared_mode import _scripts as scripts
 from bridge.shared_mode._link import RedisLink
 

@@ -29,7 +29,7 @@ from support import PortOnly, eventually, free_port
 
 from bridge.code_mode import Limits, ParkedProgram, PendingCall
 from bridge.core.calls import ProgramCall
-from bridge.core.programs import ClaimedProgram, SentCall, SurvivingRun
+from bridge.core.surviving_programs import ClaimedProgram, SentCall, SurvivingRun
 from bridge.core.tasks import Task
 from bridge.shared_mode._link import PROGRAM_TAKEN_OVER
 from bridge.shared_mode._programs import SEAL_PURPOSE, UNSEALED
