@@ -61,18 +61,20 @@ def _from_a_browser(scope: Scope) -> bool:
     return scope["type"] == "http" and any(name == b"origin" for name, _ in scope["headers"])
 
 
-def _shared_mode(settings: Settings) -> tuple[Any, Any, Any]:
-    """Shared mode's link, task store and marks of used input states; the 'redis' extra is imported only then."""
+def _shared_mode(settings: Settings) -> tuple[Any, Any, Any, Any]:
+    """Shared mode's link, task store, marks of used input states and tasks' programs (which outlive their
+    process); the 'redis' extra is imported only then."""
     try:
-        from bridge.shared_mode import RedisLink, RedisMarks, RedisTasks
+        from bridge.shared_mode import RedisLink, RedisMarks, RedisPrograms, RedisTasks
     except ImportError:
         raise UnusableSettings("--redis-url needs the 'redis' extra: pip install 'agui-mcp-bridge[redis]'") from None
     try:
         link = RedisLink(settings.redis_url, page_grace=settings.page_grace, call_timeout=settings.call_timeout,
                          heartbeat=settings.redis_heartbeat, prefix=settings.redis_prefix)
-        return (link, RedisTasks(settings.redis_url, process_id=link.process_id, lives=link.lives,
-                                 prefix=settings.redis_prefix),
-                RedisMarks(settings.redis_url, prefix=settings.redis_prefix))
+        tasks = RedisTasks(settings.redis_url, process_id=link.process_id, lives=link.lives,
+                           prefix=settings.redis_prefix)
+        return (link, tasks, RedisMarks(settings.redis_url, prefix=settings.redis_prefix),
+                RedisPrograms(link, ttl=settings.task_ttl, shared_secret=tasks.shared_secret))
     except ValueError as exc:  # not a redis:// (rediss://, unix://) URL
         raise UnusableSettings(f"--redis-url {settings.redis_url!r}: {exc}") from None
 
@@ -116,8 +118,8 @@ class Bridge:
         self.settings = replace(settings or Settings(), **overrides)
         self.settings.check()
         # One process and shared mode differ only in the link the hub is given (None: this process alone).
-        link, shared_tasks, shared_marks = (_shared_mode(self.settings) if self.settings.redis_url
-                                            else (None, None, None))
+        link, shared_tasks, shared_marks, surviving_programs = (_shared_mode(self.settings) if self.settings.redis_url
+                                                                else (None, None, None, None))
         self.metrics = BridgeMetrics(state=lambda: self.hub.state())
         self.hub = Hub(self.settings.hub_config(), link=link,
                        observers=[self.metrics] if link is None else [self.metrics, link])
@@ -125,8 +127,11 @@ class Bridge:
             link.attach(calls=self.hub.calls, catalog=self.hub.catalog, pages=self.hub.pages,
                         embed_later=self.hub.semantic.embed_later)
         self.link = link
-        # Agents' programs (code mode): the sandbox's workers start with the first one, within the lifespan.
-        self.programs = Programs(self.hub, self.settings.code_config())
+        # Agents' programs (code mode): the sandbox's workers start with the first one, within the lifespan. In
+        # shared mode a task's program outlives its process: another one resumes it.
+        code = self.settings.code_config()
+        self.programs = Programs(self.hub, code, survivors=surviving_programs if code.on else None,
+                                 pages_url=lambda room: self.mcp.pages_url(room))
         self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks, self.programs)
         # FailedAttempts: wrong page tokens, per address.
         origins, attempts = PageOrigins(self.settings.allowed_origins), FailedAttempts()

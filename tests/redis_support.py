@@ -36,10 +36,11 @@ def stop(process: subprocess.Popen) -> None:
     process.wait(5)
 
 
-def start_bridge_process(port: int, redis_url: str, heartbeat: float) -> subprocess.Popen:
-    """`agui-mcp-bridge serve` in its own process, joined to `redis_url`."""
+def start_bridge_process(port: int, redis_url: str, heartbeat: float, *options: str) -> subprocess.Popen:
+    """`agui-mcp-bridge serve` in its own process, joined to `redis_url` (`options`: more of its options)."""
     return subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--redis-url", redis_url,
-                             "--redis-heartbeat", str(heartbeat), "--log-level", "warning"], stderr=subprocess.DEVNULL)
+                             "--redis-heartbeat", str(heartbeat), "--log-level", "warning", *options],
+                            stderr=subprocess.DEVNULL)
 
 
 async def wait_for_port(port: int) -> None:

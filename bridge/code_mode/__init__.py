@@ -36,9 +36,10 @@ from bridge.code_mode.limits import Limits
 from bridge.code_mode.parked import ParkedProgram, PendingCall
 from bridge.code_mode.run_result import ErrorKind, RunError, RunResult
 from bridge.code_mode.signatures import CALL_TOOL, is_function_name, python_signature, tool_stubs
-from bridge.code_mode.tool_calls import AnswerLost, CallFinished, CallFinishedSink, ToolCaller, ToolError
+from bridge.code_mode.tool_calls import CALL_ID, AnswerLost, CallFinished, CallFinishedSink, ToolCaller, ToolError
 
 __all__ = [
+    "CALL_ID",
     "CALL_TOOL",
     "AnswerLost",
     "CallFinished",

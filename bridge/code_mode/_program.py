@@ -37,7 +37,7 @@ from bridge.code_mode.limits import Limits
 from bridge.code_mode.parked import ParkedProgram, PendingCall
 from bridge.code_mode.run_result import RunError, RunResult
 from bridge.code_mode.signatures import CALL_TOOL
-from bridge.code_mode.tool_calls import AnswerLost, CallFinished, CallFinishedSink, ToolCaller, ToolError
+from bridge.code_mode.tool_calls import CALL_ID, AnswerLost, CallFinished, CallFinishedSink, ToolCaller, ToolError
 
 log = logging.getLogger(__name__)
 Snapshot = FunctionSnapshot | NameLookupSnapshot | FutureSnapshot | MontyComplete
@@ -224,7 +224,7 @@ class Run:
                                  " tool calls wait for their answers at once (gather them in smaller batches)",
                                  line, limit="max_calls_in_flight"))
         self._started += 1
-        answer = asyncio.ensure_future(_ask(self._caller, tool, arguments))
+        answer = asyncio.ensure_future(_ask(self._caller, snapshot.call_id, tool, arguments))
         answer.add_done_callback(partial(self._answered, tool))
         self._track(snapshot.call_id, tool, arguments, answer)
         return {"future": ...}
@@ -344,7 +344,8 @@ def _outcome_unknown(name: str | None) -> str:
     return f"outcome unknown: the answer to {call} was lost; it may or may not have taken effect"
 
 
-async def _ask(caller: ToolCaller, name: str, arguments: dict[str, Any]) -> Any:
+async def _ask(caller: ToolCaller, call_id: int, name: str, arguments: dict[str, Any]) -> Any:
+    CALL_ID.set(call_id)  # in this call's own task (and context) only
     return await caller(name, arguments)  # a caller failing before its first await fails this call only
 
 

@@ -8,8 +8,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import pydantic_monty
-
 from bridge.code_mode._program import ParkSink, Program, Run
 from bridge.code_mode._workers import Workers
 from bridge.code_mode.description import run_code_description
@@ -88,9 +86,8 @@ class CodeMode:
         """Go on with a parked program, in this process or another: `answers` gives the awaitable answer of each
         of its pending calls (by `PendingCall.call_id`; raising `AnswerLost`, or missing, the program reads
         "outcome unknown"); the calls it makes next go through `caller`."""
-        if parked.monty_version != pydantic_monty.__version__:
-            return RunResult(error=RunError("invalid", f"the program was parked by sandbox version "
-                                            f"{parked.monty_version}, this process runs {pydantic_monty.__version__}"))
+        if (problem := parked.version_problem()) is not None:
+            return RunResult(error=RunError("invalid", problem))
         program = _program(parked.run_id, parked.code, function_signatures(tools), parked.limits)
         run = Run.parked(self._workers, program, parked, answers, caller, park_after=self.park_after,
                          on_call_finished=on_call_finished, on_park=on_park)

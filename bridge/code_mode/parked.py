@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic_monty
+
 from bridge.code_mode.limits import Limits
 
 RECORD_FORMAT = 1
@@ -36,6 +38,13 @@ class ParkedProgram:
     printed_over: bool  # the program printed past its limit: the run ends with that error
     limits: Limits
     monty_version: str  # a snapshot loads only into the version of the sandbox that dumped it
+
+    def version_problem(self) -> str | None:
+        """Why this process's sandbox cannot load the snapshot (another version dumped it), or None."""
+        if self.monty_version == pydantic_monty.__version__:
+            return None
+        return f"the program was parked by sandbox version {self.monty_version}, this process runs " \
+               f"{pydantic_monty.__version__}"
 
     def to_json(self) -> str:
         return json.dumps({

@@ -8,8 +8,14 @@ or is cancelled, so the caller can tell the page (`agui.tool.cancel`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+# The sandbox's id of the call a `ToolCaller` is making, set while the caller runs: unique within the run, and the
+# same when a parked program is resumed from its record (the sandbox is deterministic), so a caller that keeps
+# calls across processes can tell a call it already sent from a new one.
+CALL_ID: ContextVar[int] = ContextVar("CALL_ID")
 
 
 class ToolCaller(Protocol):

@@ -45,6 +45,16 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgramCall:
+    """A page call made by an agent's program that may outlive its process (a task's, in shared mode): the run,
+    and the sandbox's id for the call within it. Shared mode marks the call as the program's as it sends it, so
+    another process resuming the program knows it was sent (and never sends it again) and can take it over."""
+
+    run_id: str
+    sandbox_call_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class CallClock:
     """When an agent's call started and when it times out, for each of its rounds."""
 
@@ -135,10 +145,12 @@ class CallTable:
         return CallClock(time.monotonic(), time.time(), asyncio.get_running_loop().time() + self.timeout)
 
     def open(self, *, room: str, session_id: str, tool_key: str, arguments: dict[str, Any],
-             on_note: NoteSink | None = None, clock: CallClock | None = None, awaits: str = "page") -> Call:
-        """A call in flight; with `clock`, one round of a call on that clock (its start and deadline go on)."""
+             on_note: NoteSink | None = None, clock: CallClock | None = None, awaits: str = "page",
+             call_id: str | None = None) -> Call:
+        """A call in flight; with `clock`, one round of a call on that clock (its start and deadline go on); with
+        `call_id`, a call another process opened and this one takes over (Hub.adopt)."""
         # JSON-RPC ids collide between agents; a random id never does and cannot be guessed by other pages.
-        call_id = "c_" + os.urandom(12).hex()
+        call_id = call_id or "c_" + os.urandom(12).hex()
         loop = asyncio.get_running_loop()
         call = Call(call_id, room, session_id, tool_key, arguments, loop.create_future(), clock or self.clock(),
                     on_note, awaits)

@@ -22,7 +22,7 @@ from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from bridge.core import messages
-from bridge.core.calls import Call, CallClock, CallTable, NoteSink, Outcome
+from bridge.core.calls import Call, CallClock, CallTable, NoteSink, Outcome, ProgramCall
 from bridge.core.catalog import Catalog, DefinitionLimits, ListingPolicy, Room, Tool, check_definition, estimate_tokens
 from bridge.core.defaults import HubConfig
 from bridge.core.messages import (
@@ -72,7 +72,13 @@ class HubLink(Protocol):
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None: ...
 
-    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None: ...
+    # `program_call`: the call is a surviving program's (shared mode marks it so as it sends it).
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any],
+                     program_call: ProgramCall | None = None) -> None: ...
+
+    # Take over a call a program's stopped process sent (its answer comes here from now on); False when it no
+    # longer waits at its page, or is not that program's.
+    async def adopt(self, session: PageSession, call_id: str, run_id: str) -> bool: ...
 
     def settled(self, session: PageSession, call_id: str) -> None: ...
 
@@ -102,8 +108,12 @@ class LocalLink:
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
         session.push(data)
 
-    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any],
+                     program_call: ProgramCall | None = None) -> None:
         session.push(data)
+
+    async def adopt(self, session: PageSession, call_id: str, run_id: str) -> bool:
+        return False  # one process: no other process's calls to take over
 
     def settled(self, session: PageSession, call_id: str) -> None:
         session.settled(call_id)
@@ -523,13 +533,14 @@ class Hub:
 
     async def call(self, tool: Tool, arguments: dict[str, Any], *, mcp_request_id: Any = None,
                    on_note: NoteSink | None = None, asked: dict[str, Any] | None = None,
-                   clock: CallClock | None = None) -> Outcome:
+                   clock: CallClock | None = None, program_call: ProgramCall | None = None) -> Outcome:
         """Send one call to the page that registered `tool` and wait for what ends it first.
 
         `asked`: what the agent's side tells the page with the call (`client_capabilities`, and answers
         to the page's input requests); the page's input requests the agent cannot answer end the call
         with "input_unsupported", and the page is told (agui.tool.cancel). `clock`: the agent's call's
-        (`calls.clock()`), which each of its rounds keeps: its start, and its deadline."""
+        (`calls.clock()`), which each of its rounds keeps: its start, and its deadline. `program_call`: the
+        call is a program's that may be resumed by another process (see `ProgramCall`)."""
         started = time.monotonic()
         asked_for, tool = tool.key, self._page_for(tool)
         session = self.pages.get(tool.session_id)
@@ -544,9 +555,41 @@ class Hub:
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
                                on_note=on_note, clock=clock)
         invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id, asked)
+        return await self._carried_out(session, call, asked, started,
+                                        lambda: self.link.invoke(session, call.call_id, invoke, program_call))
+
+    async def adopt(self, session_id: str, call_id: str, tool_key: str, arguments: dict[str, Any], *, run_id: str,
+                    asked: dict[str, Any] | None = None, clock: CallClock | None = None) -> Outcome | None:
+        """Take over a call of run `run_id`'s program that its process, now stopped, sent: it still waits at its
+        page, and its answer comes here from now on; wait for what ends it first, as `call` does. None when it
+        no longer waits (the page answered it meanwhile, or it ended): its answer is lost."""
+        started = time.monotonic()
+        session = self.pages.get(session_id)
+        if session is None:
+            return None
+        for observer in self.observers:
+            observer.call_started(session.room)
+        call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool_key, arguments=arguments,
+                               clock=clock, call_id=call_id)
+
+        async def take_over() -> None:
+            try:
+                adopted = await self.link.adopt(session, call_id, run_id)
+            except LinkDown:
+                adopted = False
+            if not adopted:
+                self.calls.settle(call_id, Outcome.failure("lost", "The call's answer was lost."))
+
+        outcome = await self._carried_out(session, call, asked, started, take_over)
+        return None if outcome.kind == "lost" else outcome
+
+    async def _carried_out(self, session: PageSession, call: Call, asked: dict[str, Any] | None, started: float,
+                           send: Callable[[], Awaitable[None]]) -> Outcome:
+        """`send` the call to its page (or take it over), then wait for what ends it first; the call is closed
+        however the wait ends, the page told when it should stop working on it."""
         outcome = Outcome.failure("cancelled", AGENT_CANCELLED)
         try:
-            await self.link.invoke(session, call.call_id, invoke)
+            await send()
             outcome = await call.future  # the call table answers it with a timeout, if nothing else does
             if outcome.kind == "timeout":
                 self.link.push(session, messages.tool_cancel(call.call_id, "timeout"))
@@ -564,7 +607,7 @@ class Hub:
             # Runs however the wait ends, including a legacy agent whose HTTP connection dropped.
             self.calls.close(call, outcome)
             self.link.settled(session, call.call_id)
-            self._finished(room, tool.key, tool.session_id, outcome, time.monotonic() - started)
+            self._finished(session.room, call.tool_key, session.id, outcome, time.monotonic() - started)
         return outcome
 
     async def ask_agent(self, tool: Tool, arguments: dict[str, Any], clock: CallClock,

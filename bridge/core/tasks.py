@@ -166,6 +166,20 @@ class TaskTable:
             share.tasks += 1
         return task
 
+    def adopt(self, task: Task) -> None:
+        """A task another process made, whose run goes on here now (that process stopped): kept here from now
+        on and counted under the bounds, never refused (it runs already)."""
+        self._forget_expired()
+        if task.task_id in self._tasks:
+            return
+        newest = next(reversed(self._tasks.values()), None)
+        self._tasks[task.task_id] = task
+        self._bytes[task.task_id] = 0
+        for share in self._shares_of(task):
+            share.tasks += 1
+        if newest is not None and newest.expires_at() > task.expires_at():  # kept in expiry order
+            self._tasks = OrderedDict(sorted(self._tasks.items(), key=lambda item: item[1].expires_at()))
+
     def get(self, task_id: str, *, owner: str, room: str) -> Task | None:
         """The task, if it exists here, has not expired, and is this owner's in this room."""
         self._forget_expired()

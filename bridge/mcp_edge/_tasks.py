@@ -10,6 +10,9 @@ the thin edge, the state is `bridge.core.tasks.TaskTable`.
 
 A task belongs to the credential its agent presented: agents presenting the same one
 (or none) are one agent here, who may read each other's tasks and share one bound.
+
+In shared mode a task's run may outlive its process (`SurvivingRuns`: an agent's program): a
+process finding a task whose process stopped claims its run, and the task goes on here.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
@@ -43,8 +47,9 @@ PROCESS_STOPPED = ("The bridge process that ran this task stopped, and its page 
 NOT_HEARD = ("The bridge process that runs this task did not hear that (it may be reconnecting to Redis); "
              "send it again.")
 
-# One round of the page call, given the agent's answers so far: a CallToolResult (wire JSON), or InputNeeded.
-RunCall = Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
+# One round of a task's call, given its task and the agent's answers so far: a CallToolResult (wire JSON), or
+# InputNeeded.
+RunCall = Callable[[Task, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
 
 
 class InputNeeded(Exception):
@@ -95,13 +100,33 @@ class SharedTasks(Protocol):
     async def close(self) -> None: ...
 
 
+class Resumed(Protocol):
+    """A run claimed from a stopped process: go on with it as its task's (`run`), or let it go (`drop`)."""
+
+    async def run(self, room: str) -> dict[str, Any]: ...  # the CallToolResult (wire JSON)
+
+    async def drop(self) -> None: ...
+
+
+class SurvivingRuns(Protocol):
+    """Task runs that outlive their process (an agent's program, in shared mode)."""
+
+    async def orphans(self) -> list[str]: ...  # the tasks whose run's process stopped, not yet claimed
+
+    # Take the task's run over if its process stopped (one process wins); else True when a living process
+    # holds it, False when it has no run that survives.
+    async def claim(self, task_id: str) -> Resumed | bool: ...
+
+
 class PageTasks(Extension):
     """The bridge's tasks: decides which calls become tasks, runs them, answers tasks/* for each room."""
 
     identifier = TASKS
 
-    def __init__(self, table: TaskTable, shared: SharedTasks | None = None) -> None:
+    def __init__(self, table: TaskTable, shared: SharedTasks | None = None,
+                 survivors: SurvivingRuns | None = None) -> None:
         self.table, self.shared = table, shared
+        self.survivors = survivors if shared is not None else None  # a run outlives its process in shared mode
         self._running: dict[str, asyncio.Task[None]] = {}  # the page calls of tasks still working, by task id
         self._answers: dict[str, tuple[dict[str, Any], asyncio.Event]] = {}  # for tasks waiting on input
 
@@ -153,10 +178,13 @@ class PageTasks(Extension):
                 return None
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         await self._saved(task)
+        self._start(task, run)
+        return {"resultType": "task", **task.detailed()}
+
+    def _start(self, task: Task, run: RunCall) -> None:
         runner = asyncio.get_running_loop().create_task(self._run(task, run), name=f"task {task.task_id}")
         self._running[task.task_id] = runner
         runner.add_done_callback(lambda _: self._running.pop(task.task_id, None))
-        return {"resultType": "task", **task.detailed()}
 
     async def _run(self, task: Task, run: RunCall) -> None:
         runner, expired = asyncio.current_task(), False
@@ -167,7 +195,7 @@ class PageTasks(Extension):
             expired = True
             runner.cancel(TASK_EXPIRED)
 
-        expiry = asyncio.get_running_loop().call_later(task.ttl, expire)
+        expiry = asyncio.get_running_loop().call_later(max(0.0, task.expires_at() - time.time()), expire)
         try:
             result = await self._rounds(task, run)
         except asyncio.CancelledError:
@@ -192,7 +220,7 @@ class PageTasks(Extension):
         answers: dict[str, Any] = {}
         for _ in range(INPUT_ROUNDS_MAX):
             try:
-                return await run(answers)
+                return await run(task, answers)
             except InputNeeded as needed:
                 given: dict[str, Any] = {}
                 answered = asyncio.Event()
@@ -203,6 +231,42 @@ class PageTasks(Extension):
                 await answered.wait()
                 answers = {"input_responses": given, "request_state": needed.page_state}
         raise MCPError(types.INTERNAL_ERROR, f"The page asked for input more than {INPUT_ROUNDS_MAX} times.")
+
+    # --- runs that outlive their process ----------------------------------------------------
+
+    async def adopting(self, interval: float) -> None:
+        """Every `interval` seconds, go on here with the runs whose process stopped (until cancelled)."""
+        failing = False
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                for task_id in await self.survivors.orphans() if self.survivors is not None else []:
+                    await self._adopt(task_id)
+            except Exception as exc:  # Redis away: tried again at the next round, said once
+                if not failing:
+                    log.warning("could not take over the runs of stopped processes (trying again): %s", exc)
+                failing = True
+            else:
+                failing = False
+
+    async def _adopt(self, task_id: str) -> bool:
+        """Claim the run of a task whose process stopped, and go on with it here; whether it goes on (here, or
+        in the living process that claimed it first)."""
+        if self.survivors is None or self.shared is None:
+            return False
+        claimed = await self.survivors.claim(task_id)
+        if isinstance(claimed, bool):
+            return claimed
+        stored = await self.shared.load(task_id)
+        task = stored[0] if stored is not None else None
+        if task is None or task.terminal or task.expires_at() <= time.time():
+            await claimed.drop()  # its task ended (or expired) before its process stopped
+            return False
+        self.table.adopt(task)
+        await self._saved(task)  # from now on, orders for it come here
+        log.info("task %s: its run goes on in this process (its own stopped)", task_id)
+        self._start(task, lambda task, answers: claimed.run(task.room))
+        return True
 
     async def _saved(self, task: Task) -> None:
         """Writes the task where other processes read it, and forgets there the tasks the table
@@ -231,12 +295,14 @@ class PageTasks(Extension):
         return task
 
     async def _stored(self, shared: SharedTasks, task_id: str, *, owner: str, room: str) -> Task | None:
-        """A task as another process saved it. One still running when its process stopped fails now:
-        no one else would end it."""
+        """A task as another process saved it. One still running when its process stopped goes on here if its
+        run survives it (an agent's program), else fails now: no one else would end it."""
         stored = await shared.load(task_id)
         task, running = stored if stored is not None else (None, False)
         task = self.table.readable(task, owner=owner, room=room)
         if task is not None and not running and not task.terminal:
+            if await self._adopt(task_id):
+                return self.table.known(task_id) or task
             self.table.failed(task, types.INTERNAL_ERROR, PROCESS_STOPPED)
             await shared.save(task)
         return task

@@ -13,8 +13,9 @@ relays progress and turns the outcome into a CallToolResult (cut past `--result-
 
 A program (`run_code`) is the same life with `Programs.run` in place of `Hub.call`: it runs within
 its request (the agent's cancel, or nobody left to read the answer, ends it and cancels its page
-calls at the pages) or as a task, and the agent's progress token hears of each page call it makes
-finishing, and keep-alive ticks.
+calls at the pages) or as a task (which, in shared mode, another process goes on with should this
+one die), and the agent's progress token hears of each page call it makes finishing, and
+keep-alive ticks.
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ class RoomServer:
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
             task = await self.tasks.start(ctx, self.room.name, tool.key, tool.task_support,
-                                          lambda answers: self._task_step(tool, arguments, asked | answers))
+                                          lambda task, answers: self._task_step(tool, arguments, asked | answers))
             if task is not None:  # else no task can be kept now, and the tool may run without one
                 return task
         # A task's call outlives its request; any other ends with it (see bridge.mcp_edge._answer_streams).
@@ -272,7 +273,9 @@ class RoomServer:
             return _as_built(error_result(NO_PROGRAMS))
         run = partial(self.programs.run, self.room.name, code, pages_url=lambda: self._pages_url(ctx))
         if self.tasks is not None and self.tasks.wants_task(ctx, "optional"):
-            task = await self.tasks.start(ctx, self.room.name, name, "optional", lambda answers: run())
+            # The task's id is its program's run id: in shared mode the program outlives this process.
+            task = await self.tasks.start(ctx, self.room.name, name, "optional",
+                                          lambda task, answers: run(task_id=task.task_id))
             if task is not None:  # else no task can be kept now, and the program runs without one
                 return task
         with AnswerStream.of(ctx.request).within():

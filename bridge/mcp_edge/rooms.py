@@ -68,9 +68,11 @@ class McpRooms:
         self.hub, self.settings, self.programs = hub, settings, programs
         self._servers: dict[str, RoomServer] = {}
         self._served: dict[str, _ServedRoom] = {}
-        # Tasks outlive their room's server (freed when idle) and their agent's request.
+        # Tasks outlive their room's server (freed when idle) and their agent's request; in shared mode a
+        # program's task outlives its process too.
+        survivors = programs if programs is not None and programs.survivors is not None else None
         self.tasks = PageTasks(TaskTable(ttl=settings.task_ttl, poll_interval=settings.task_poll_interval,
-                                         limits=settings.task_limits()), shared_tasks)
+                                         limits=settings.task_limits()), shared_tasks, survivors)
         self.request_state = RequestStateSecurity.ephemeral(ttl=settings.task_ttl)
         self.used_states = UsedStates(settings.task_ttl, shared_marks)  # each state is good for one retry
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -90,6 +92,11 @@ class McpRooms:
         return {"requests_open": served.requests if served else 0,
                 "sessions_active": served.sessions.active() if served else 0,
                 "active_window_s": AGENT_ACTIVE_SECONDS}
+
+    def pages_url(self, room: str) -> str:
+        """Where a person opens a page of `room`: the demo, as agents reach the bridge."""
+        base = self._public_url or self.settings.public_url
+        return base if room == "default" else f"{base}?room={room}"
 
     @property
     def served_rooms(self) -> frozenset[str]:
@@ -141,6 +148,8 @@ class McpRooms:
             tg.start_soon(self._free_idle_rooms)
             if self.tasks.shared is not None:
                 self.tasks.shared.listen(self.tasks.carry_out)
+                if self.tasks.survivors is not None:
+                    tg.start_soon(self.tasks.adopting, self.settings.redis_heartbeat)
                 if secret := await self.tasks.shared.shared_secret():  # else Redis is unreachable: our own key
                     self.request_state = RequestStateSecurity(keys=[secret], ttl=self.settings.task_ttl)
             try:

@@ -8,8 +8,9 @@ on another process finds it; a page's answer is claimed once in Redis and publis
 process whose agent waits. Processes prove they live with a heartbeat key: the pages of one
 that stops are given the grace period to come back elsewhere, then dropped, and their calls
 fail as any call of a page that went away; the calls whose agent waited on one that stopped are
-cancelled at their pages by whichever process streams them. docs/scaling.md has the keys, their
-lifetimes and the failure cases.
+cancelled at their pages by whichever process streams them, but for a surviving program's (a task's
+program, `_programs`): those wait for the process that goes on with their program, which takes them
+over (`adopt`). docs/scaling.md has the keys, their lifetimes and the failure cases.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from bridge.core import messages
-from bridge.core.calls import CallTable, Outcome
+from bridge.core.calls import CallTable, Outcome, ProgramCall
 from bridge.core.catalog import Catalog, Room, Tool
 from bridge.core.hub import HubObserver, LinkDown
 from bridge.core.messages import ProtocolError
@@ -46,6 +47,8 @@ UNAVAILABLE = ("The bridge lost its connection to Redis, which it shares pages a
 AGENT_GONE = "the agent's bridge process stopped"
 TAKEN_FOR_STOPPED = ("This bridge process missed its heartbeats to Redis, so the others took it for stopped and "
                      "cancelled the call at its page; call again.")
+PROGRAM_TAKEN_OVER = ("This bridge process missed its heartbeats to Redis, so the others took it for stopped and "
+                      "another goes on with this program: this process sends none of its calls any more.")
 
 class RedisLink(HubObserver):
     """The hub's link to the other processes (see `bridge.core.hub.HubLink`); as one of the hub's
@@ -74,6 +77,7 @@ class RedisLink(HubObserver):
         self._settle = self.redis.register_script(scripts.SETTLE)
         self._reply = self.redis.register_script(scripts.REPLY)
         self._forget = self.redis.register_script(scripts.FORGET)
+        self._adopt = self.redis.register_script(scripts.ADOPT_CALL)
         self._pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         self._streamed: set[str] = set()  # pages whose events this process subscribes to
         self._asked: set[str] = set()  # calls of this process whose invocation is in Redis
@@ -110,6 +114,10 @@ class RedisLink(HubObserver):
 
     def _call(self, call_id: str) -> str:
         return f"{self.prefix}call:{call_id}"
+
+    def program(self, run_id: str, part: str = "") -> str:
+        """A surviving program's key (`:calls`, the calls it sent), which `_programs` keeps."""
+        return f"{self.prefix}program:{run_id}{part}"
 
     @property
     def _catalog(self) -> str:
@@ -262,7 +270,7 @@ class RedisLink(HubObserver):
             await pipe.execute()
         mirrors = self.pages.held_elsewhere()
         asked = self._asked_here()
-        living = await self._alive({s.holder for s in mirrors if s.holder} | {owner for _, owner in asked.values()})
+        living = await self.living({s.holder for s in mirrors if s.holder} | {owner for _, owner in asked.values()})
         for session in mirrors:
             # Its process stopped: the page has the grace period to come back on another one.
             if session.holder not in living and self.pages.unaccounted(session):
@@ -276,7 +284,7 @@ class RedisLink(HubObserver):
         """Whether process `pid`'s heartbeat is in Redis."""
         return bool(await self.redis.exists(self._proc(pid)))
 
-    async def _alive(self, pids: set[str]) -> set[str]:
+    async def living(self, pids: set[str]) -> set[str]:
         """The processes of `pids` whose heartbeat is in Redis."""
         if not pids:
             return set()
@@ -298,12 +306,25 @@ class RedisLink(HubObserver):
 
     async def _cancel_orphan(self, sid: str, call_id: str, owner: str) -> bool:
         """Cancel at its page a call whose agent's process stopped: no one else would end it before its
-        timeout. Should that process live after all (it missed its heartbeats), its agent hears why."""
-        told = {"call_id": call_id, "outcome": {"result": None, "error": TAKEN_FOR_STOPPED, "kind": "unavailable"}}
-        cancelled = await self._push_to(sid, messages.tool_cancel(call_id, AGENT_GONE), stopped=(owner, told))
-        if cancelled:
+        timeout. Should that process live after all (it missed its heartbeats), its agent hears why. A
+        surviving program's call is kept for the process that goes on with the program."""
+        done = await self.cancel_stopped(sid, call_id, owner, AGENT_GONE)
+        if done == 1:
             log.info("call %s: cancelled at page %s, its agent's process %s stopped", call_id, sid[:6], owner)
-        return bool(cancelled)
+        elif isinstance(done, str):  # another process took it over: watched as that one's
+            self._owners[call_id] = done
+        elif done == -1:
+            self._owners.pop(call_id, None)  # it ended
+        return done == 1
+
+    async def cancel_stopped(self, sid: str, call_id: str, owner: str, reason: str, *,
+                             keep_programs: bool = True) -> int | str:
+        """Cancel a call at its page while it is still `owner`'s and `owner`'s heartbeat is gone (with
+        `keep_programs`, unless a surviving program's, whose program waits for a process): 1 when cancelled,
+        else the reason (see scripts.PUSH)."""
+        told = {"call_id": call_id, "outcome": {"result": None, "error": TAKEN_FOR_STOPPED, "kind": "unavailable"}}
+        return cast(int | str, await self._push_to(sid, messages.tool_cancel(call_id, reason),
+                                                    stopped=(owner, told), keep_programs=keep_programs))
 
     async def _sync(self) -> None:
         """After (re)connecting: write this process's pages as they are here, load everyone else's,
@@ -521,36 +542,56 @@ class RedisLink(HubObserver):
         message = json.dumps({"op": "activate", "pid": self.process_id, "room": room.name, "keys": room.activated})
         self._queue(lambda: self.redis.publish(self._catalog, message))
 
-    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any]) -> None:
+    async def invoke(self, session: PageSession, call_id: str, data: dict[str, Any],
+                     program_call: ProgramCall | None = None) -> None:
         if not self.up:  # until this process follows its channel again, the page's answer would reach no one
             raise LinkDown("unavailable", UNAVAILABLE)
         try:
-            number = await self._push_to(session.id, data)
+            number = await self._push_to(session.id, data, program_call=program_call)
         except RedisError as exc:
             log.warning("could not send a call to page %s through Redis: %s", session.id[:6], exc)
             raise LinkDown("unavailable", UNAVAILABLE) from None
-        if number:
+        if number == 1:
             self._asked.add(call_id)
+        elif number == -2:
+            raise LinkDown("taken_over", PROGRAM_TAKEN_OVER)
         else:
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
+
+    async def adopt(self, session: PageSession, call_id: str, run_id: str) -> bool:
+        told = {"call_id": call_id, "outcome": {"result": None, "error": PROGRAM_TAKEN_OVER, "kind": "unavailable"}}
+        try:
+            adopted = await self._adopt(keys=[self._call(call_id), self.program(run_id)],
+                                        args=[self.process_id, run_id, self.prefix, json.dumps(told)])
+        except RedisError as exc:
+            log.warning("could not take over call %s through Redis: %s", call_id, exc)
+            return False
+        if adopted:
+            self._asked.add(call_id)
+        return bool(adopted)
 
     def push(self, session: PageSession, data: dict[str, Any]) -> None:
         self._page_writes.add(session.id, lambda: self._push_to(session.id, data), f"send {data['type']} to a page")
 
-    async def _push_to(self, sid: str, data: dict[str, Any], *,
-                       stopped: tuple[str, dict[str, Any]] | None = None) -> int:
-        """Push an event to a page; with `stopped` (the process whose call this cancels, what to tell it),
-        only while that call is that process's and its heartbeat is gone."""
+    async def _push_to(self, sid: str, data: dict[str, Any], *, stopped: tuple[str, dict[str, Any]] | None = None,
+                       keep_programs: bool = True, program_call: ProgramCall | None = None) -> Any:
+        """Push an event to a page (scripts.PUSH says what it returns): with `stopped` (the process whose call
+        this cancels, what to tell it), only while that call is that process's and its heartbeat is gone; with
+        `program_call` (an invocation), marked as that surviving program's."""
         call_id = data.get("call_id", "")
+        keys = [self._page(sid), self._page(sid, ":calls"), self._page(sid, ":others"), self._call(call_id),
+                self._events(sid)]
         args: list[Any] = [data["type"], call_id, json.dumps(data), self.process_id, self._call_ttl_ms, sid,
-                           OTHER_EVENTS_KEPT]
+                           OTHER_EVENTS_KEPT, self.prefix]
         if stopped is not None:
             owner, told = stopped
-            args += [owner, self._proc(owner), json.dumps(told)]
-        return await self._push(
-            keys=[self._page(sid), self._page(sid, ":calls"), self._page(sid, ":others"), self._call(call_id),
-                  self._events(sid)],
-            args=args)
+            args += ["stopped", owner, json.dumps(told), "1" if keep_programs else "0"]
+        elif program_call is not None:
+            keys += [self.program(program_call.run_id), self.program(program_call.run_id, ":calls")]
+            args += ["program", program_call.run_id, program_call.sandbox_call_id]
+        else:
+            args.append("")
+        return await self._push(keys=keys, args=args)
 
     def settled(self, session: PageSession, call_id: str) -> None:
         self._page_writes.add(session.id, lambda: self._end_call(session.id, call_id), "end a call")
@@ -589,7 +630,7 @@ class RedisLink(HubObserver):
             asked = cast(dict[str, str], await self.redis.hgetall(self._page(session.id, ":calls")))
             owners = {call_id: json.loads(event).get("owner") for call_id, event in asked.items()}
             others = {owner for owner in owners.values() if owner not in (None, self.process_id)}
-            living = await self._alive(others)
+            living = await self.living(others)
             for call_id, owner in owners.items():
                 if owner in others and owner not in living and await self._cancel_orphan(session.id, call_id, owner):
                     del asked[call_id]

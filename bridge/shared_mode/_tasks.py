@@ -2,7 +2,8 @@
 
 A task is written to `<prefix>task:<id>` (a hash: the process running its call,
 and the task as JSON; expiring with the task) when it is made and at each change,
-by that process; any process answers `tasks/get` from there. A cancel or answers
+by that process (and only while no other living process runs it: see `_programs`, whose
+programs outlive their process); any process answers `tasks/get` from there. A cancel or answers
 for a task whose call runs in another process are published on that process's
 own channel, `<prefix>tasks:<process id>`, where it acts on them or drops them:
 an order is never passed on, so none goes round. A task whose process stopped
@@ -24,6 +25,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from bridge.core.tasks import Task
+from bridge.shared_mode import _scripts as scripts
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ class RedisTasks:
         self.redis = Redis.from_url(url, decode_responses=True)
         self.prefix, self.process_id, self._lives = prefix, process_id, lives
         self._listener: asyncio.Task[None] | None = None
+        self._save = self.redis.register_script(scripts.SAVE_TASK)
 
     def _key(self, task_id: str) -> str:
         return f"{self.prefix}task:{task_id}"
@@ -61,12 +64,10 @@ class RedisTasks:
 
     async def save(self, task: Task) -> None:
         left_ms = int((task.expires_at() - time.time()) * 1000)
-        if left_ms > 0:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.hset(self._key(task.task_id), mapping={"process": self.process_id,
-                                                            "task": json.dumps(task.record())})
-                pipe.pexpire(self._key(task.task_id), left_ms)
-                await pipe.execute()
+        if left_ms > 0 and not await self._save(keys=[self._key(task.task_id)],
+                                                args=[self.process_id, json.dumps(task.record()), left_ms,
+                                                      self.prefix]):
+            log.warning("task %s: another process runs it now; not saved here", task.task_id)
 
     async def forget(self, task_ids: list[str]) -> None:
         await self.redis.delete(*(self._key(task_id) for task_id in task_ids))

@@ -12,7 +12,7 @@ import pydantic_monty
 import pytest
 from code_mode_pages import SCHEMAS, FakePages, eventually, order, run_script, sandbox_workers
 
-from bridge.code_mode import AnswerLost, CodeMode, Limits, ParkedProgram, PendingCall, RunResult
+from bridge.code_mode import CALL_ID, AnswerLost, CodeMode, Limits, ParkedProgram, PendingCall, RunResult
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +154,40 @@ async def test_a_caller_saying_the_answer_is_lost_is_outcome_unknown_too(code_mo
     result = await code_mode.run("try:\n    await get_order(order_id=1)\nexcept Exception as e:\n    r = str(e)\nr",
                                  SCHEMAS, pages)
     assert isinstance(result.value, str) and result.value.startswith("outcome unknown")
+
+
+async def test_a_caller_reads_each_calls_sandbox_id_the_same_whenever_the_program_is_resumed(code_mode):
+    """What lets a process resuming a program tell a call already sent from a new one."""
+    ids: list[tuple[int, str]] = []
+    pages = FakePages()
+
+    async def tracking(name: str, arguments: dict[str, Any]) -> Any:
+        ids.append((CALL_ID.get(), name))
+        return await pages(name, arguments)
+
+    parked: list[ParkedProgram] = []
+    run = asyncio.create_task(code_mode.run(textwrap.dedent("""
+        first = await get_order(order_id=1)
+        answer = await ask_user(question="Go on?")
+        import asyncio
+        rest = await asyncio.gather(*[get_order(order_id=n) for n in range(2, 5)])
+        [answer, first["id"], *[order["id"] for order in rest]]
+        """), SCHEMAS, tracking, on_park=parked.append))
+    await eventually(lambda: any(c.name == "ask_user" for record in parked for c in record.pending))
+    record = ParkedProgram.from_json(parked[-1].to_json())
+    await pages.user_answers.put("yes")
+    assert (await asyncio.wait_for(run, 10)).value == ["yes", 1, 2, 3, 4]
+    first_run, ids[:] = list(ids), []
+    assert [call_id for call_id, _ in first_run] == sorted({call_id for call_id, _ in first_run})  # unique
+    [pending] = record.pending
+    assert (pending.call_id, pending.name) == first_run[1]
+    for _ in range(2):  # resumed from the record, as another process would
+        answer = asyncio.get_running_loop().create_future()
+        answer.set_result("yes")
+        resumed = await code_mode.resume(record, {pending.call_id: answer}, SCHEMAS, tracking)
+        assert resumed.value == ["yes", 1, 2, 3, 4]
+        assert ids == first_run[2:]
+        ids.clear()
 
 
 async def test_a_resumed_program_keeps_its_calls_count_printed_output_and_limits(code_mode):

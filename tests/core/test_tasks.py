@@ -35,6 +35,22 @@ def test_a_task_is_read_only_by_its_owner_in_its_room_until_its_ttl():
     assert len(table) == 0
 
 
+def test_a_task_taken_over_from_another_process_is_kept_in_expiry_order_and_counted_but_never_refused():
+    clock = Clock()
+    other = TaskTable(ttl=60, poll_interval=2, clock=clock)
+    older = other.create(owner="a", room="r", tool="run_code")  # made by a process that then stopped
+    clock.now += 30
+    table = TaskTable(ttl=60, poll_interval=2, limits=TaskLimits(per_agent=1), clock=clock)
+    newer = table.create(owner="a", room="r", tool="t")
+    table.adopt(older)  # past the agent's bound: it runs already
+    assert table.get(older.task_id, owner="a", room="r") is older and len(table) == 2
+    with pytest.raises(TooManyTasks):
+        table.create(owner="a", room="r", tool="t")
+    clock.now += 30  # the older one's time to live is over, not the newer one's
+    assert table.get(older.task_id, owner="a", room="r") is None
+    assert table.get(newer.task_id, owner="a", room="r") is newer and len(table) == 1
+
+
 def test_the_first_outcome_stays_and_each_status_shows_its_payload():
     clock = Clock()
     table = TaskTable(ttl=60, poll_interval=1, clock=clock)
