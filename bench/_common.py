@@ -710,3 +710,13 @@ async def longest_stall(work: Any) -> tuple[float, float, Any]:
     done.set()
     await task
     return took, worst, result
+
+
+async def timed(runs: int, action: Any) -> list[float]:
+    """Seconds each of `runs` awaits of `action()` took."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        await action()
+        samples.append(time.perf_counter() - started)
+    return samples

@@ -25,12 +25,12 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import timed  # noqa: E402
 from pydantic_monty import Monty  # noqa: E402
 
 from bridge.code_mode import CodeMode, ParkedProgram  # noqa: E402
@@ -59,15 +59,6 @@ def workers() -> list[int]:
 def total_rss_kb() -> tuple[int, int]:
     """(this process, its sandbox workers)."""
     return rss_kb(), sum(rss_kb(pid) for pid in workers())
-
-
-async def timed(runs: int, action: Callable[[], Awaitable[Any]]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        await action()
-        samples.append(time.perf_counter() - started)
-    return samples
 
 
 async def at_once(name: str, arguments: dict[str, Any]) -> Any:

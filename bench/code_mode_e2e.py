@@ -25,8 +25,7 @@ import argparse
 import asyncio
 import glob
 import statistics
-import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +41,6 @@ sum(order["total"] for order in orders if order["status"] == "open")
 
 def row(what: str, value: str, baseline: str, ratio: float | None) -> None:
     print(f"| {what} | {value} | {baseline} | {'' if ratio is None else f'{ratio:.2f}x'} |", flush=True)
-
-
-async def timed(runs: int, action: Callable[[], Awaitable[Any]]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        await action()
-        samples.append(time.perf_counter() - started)
-    return samples
 
 
 async def run_code(client: Any, code: str) -> Any:
@@ -92,8 +82,8 @@ async def sequential(client: Any, calls: int, runs: int) -> float:
         for n in range(calls):
             await c.call_text(client, "echo", {"text": str(n)})
 
-    inside = statistics.median(await timed(runs, lambda: run_code(client, program)))
-    direct = statistics.median(await timed(runs, directly))
+    inside = statistics.median(await c.timed(runs, lambda: run_code(client, program)))
+    direct = statistics.median(await c.timed(runs, directly))
     row(f"{calls} sequential page calls: one program (median of {runs})", f"{inside * 1000:.1f} ms",
         f"{direct * 1000:.1f} ms ({calls} direct calls)", inside / direct)
     return inside
@@ -104,8 +94,8 @@ async def gathered(client: Any, pages: c.Pages) -> None:
     one_by_one = "for n in range(16):\n    await echo(text=str(n))\n16"
     await pages.do("delay", seconds=0.1)
     try:
-        together = min(await timed(3, lambda: run_code(client, gather)))
-        apart = min(await timed(1, lambda: run_code(client, one_by_one)))
+        together = min(await c.timed(3, lambda: run_code(client, gather)))
+        apart = min(await c.timed(1, lambda: run_code(client, one_by_one)))
     finally:
         await pages.do("delay", seconds=0.0)
     row("16 page calls answering in 100 ms, gathered in a program", f"{together * 1000:.0f} ms",
@@ -115,8 +105,8 @@ async def gathered(client: Any, pages: c.Pages) -> None:
 async def start_and_per_call(client: Any, programs: dict[int, float], runs: int) -> None:
     """The start of a trivial program; a page call inside a program and the fixed cost of a program that calls
     tools, from the sequential rows (the slope and the intercept of their times)."""
-    trivial = statistics.median(await timed(runs, lambda: run_code(client, "1 + 1")))
-    direct = statistics.median(await timed(runs, lambda: c.call_text(client, "echo", {"text": "x"})))
+    trivial = statistics.median(await c.timed(runs, lambda: run_code(client, "1 + 1")))
+    direct = statistics.median(await c.timed(runs, lambda: c.call_text(client, "echo", {"text": "x"})))
     row(f"start of `1 + 1`, warm sandbox, through MCP, p50 of {runs}", f"{trivial * 1000:.2f} ms",
         f"{direct * 1000:.2f} ms (a direct page call, p50)", trivial / direct)
     (few, few_time), (many, many_time) = sorted(programs.items())

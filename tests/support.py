@@ -219,3 +219,16 @@ async def wait_for_http(url: str) -> None:
                 pass
             await asyncio.sleep(0.05)
     raise AssertionError("the stdio bridge never served pages")
+
+
+@asynccontextmanager
+async def pages_closed_after(*pages: Page):
+    """The pages are closed when the block ends, however it ends (one already closed is fine)."""
+    try:
+        yield
+    finally:
+        for p in pages:
+            try:
+                await p.close()
+            except Exception:
+                pass

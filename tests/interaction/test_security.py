@@ -21,7 +21,7 @@ import websockets
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from support import Page, eventually, free_port, open_page, page, running_bridge, tool
+from support import Page, eventually, free_port, open_page, page, pages_closed_after, running_bridge, tool
 
 from bridge.app import Bridge
 from bridge.config import InsecureSettings, Settings
@@ -436,7 +436,7 @@ async def test_rooms_pages_left_are_freed():
 async def test_a_room_past_max_rooms_is_refused_to_pages_and_agents():
     async with running_bridge(max_rooms=3, idle_room_seconds=0.2) as b, httpx.AsyncClient(timeout=10) as http:
         pages = [await open_page(b, tool(f"t{n}"), room=f"room{n}") for n in range(3)]
-        try:
+        async with pages_closed_after(*pages):
             async with websockets.connect(b.ws_url) as ws:
                 refused = await hello(ws, room="room3", id=1)
                 assert refused["type"] == "agui.error" and refused["code"] == "too_many_rooms", refused
@@ -461,12 +461,6 @@ async def test_a_room_past_max_rooms_is_refused_to_pages_and_agents():
             await eventually(lambda: b.hub.catalog.get("room2") is None)
             async with Client(b.mcp_url("room4"), mode="2026-07-28") as client:
                 assert (await client.list_tools()).tools == []
-        finally:
-            for p in pages:
-                try:
-                    await p.close()
-                except Exception:
-                    pass
 
 
 async def test_dashboard_state_needs_the_agent_token():

@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import pytest
 from browser_support import serve_html
 from mcp import Client
-from support import Page, eventually, open_page, running_bridge, tool
+from support import Page, eventually, open_page, pages_closed_after, running_bridge, tool
 
 CONFIRM = tool("user_confirm", "Ask the user to confirm an action.", {"title": {"type": "string"}}, ["title"])
 SHOP_CONFIRM = tool("user_confirm", "Ask the shop's customer to confirm.", {"title": {"type": "string"}}, ["title"])
@@ -49,18 +49,6 @@ async def answered_by(client: Client, pages: dict[str, Page], name: str) -> str:
     assert not result.is_error and result.content[0].text == key
     assert all(p.events.empty() for p in pages.values())
     return key
-
-
-@asynccontextmanager
-async def pages_closed_after(*pages: Page):
-    try:
-        yield
-    finally:
-        for p in pages:
-            try:
-                await p.close()
-            except Exception:
-                pass
 
 
 # --- one process -------------------------------------------------------------------------------
