@@ -8,7 +8,8 @@ import asyncio
 import glob
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,15 @@ class ServedPage:
             pass
 
 
+@asynccontextmanager
 async def served_page(bridge: Any, *tools: dict[str, Any], handlers: dict[str, Callable[[dict[str, Any]], Any]]
-                      | None = None, **kwargs: Any) -> ServedPage:
-    """A connected page offering `tools` (the shop's by default), answering with `handlers`."""
-    return ServedPage(await open_page(bridge, *(tools or SHOP), **kwargs), handlers or SHOP_HANDLERS)
+                      | None = None, **kwargs: Any) -> AsyncIterator[ServedPage]:
+    """A connected page offering `tools` (the shop's by default), answering with `handlers`; closed on exit."""
+    served = ServedPage(await open_page(bridge, *(tools or SHOP), **kwargs), handlers or SHOP_HANDLERS)
+    try:
+        yield served
+    finally:
+        await served.close()
 
 
 def sandbox_workers(pid: int | None = None) -> list[int]:

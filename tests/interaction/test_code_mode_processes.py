@@ -40,16 +40,12 @@ def alive(pid: int) -> bool:
 
 
 async def test_a_bridge_starts_sandbox_workers_with_its_first_program_and_stops_them_with_itself():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            assert (await client.call_tool("get_order", {"order_id": 1})).structured_content["id"] == 1
-            assert sandbox_workers() == [] and not bridge.bridge.programs.started  # direct calls start none
-            assert (await client.call_tool("run_code", {"code": "1 + 1"})).structured_content == {"result": 2}
-            workers = sandbox_workers()
-            assert workers and bridge.bridge.programs.started
-        finally:
-            await shop.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge):
+        assert (await client.call_tool("get_order", {"order_id": 1})).structured_content["id"] == 1
+        assert sandbox_workers() == [] and not bridge.bridge.programs.started  # direct calls start none
+        assert (await client.call_tool("run_code", {"code": "1 + 1"})).structured_content == {"result": 2}
+        workers = sandbox_workers()
+        assert workers and bridge.bridge.programs.started
     assert not any(alive(worker) for worker in workers)
     assert sandbox_workers() == []
 
@@ -66,16 +62,13 @@ async def test_in_stdio_mode_what_a_program_prints_never_reaches_the_mcp_stream(
     params = StdioServerParameters(command=command[0], args=command[1:], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     async with Client(params, mode="legacy", message_handler=on_message) as client:
         await wait_for_http(PortOnly(port).url)
-        shop = await served_page(PortOnly(port))
-        try:
+        async with served_page(PortOnly(port)):
             result = await client.call_tool("run_code", {"code": PRINTS})
             assert not result.is_error, text_of(result)
             assert result.structured_content["result"] == OPEN_TOTAL
             printed = result.structured_content["printed"]
             assert printed.startswith("line 0 " + "x" * 100 + "\n") and printed.count("\n") == 100
             assert isinstance(await client.list_tools(), types.ListToolsResult)  # the stream still reads
-        finally:
-            await shop.close()
     assert unreadable == []
 
 
@@ -84,8 +77,7 @@ async def test_a_stdio_process_that_served_programs_exits_0_when_its_client_clos
     process = await started_stdio(port)
     try:
         await wait_for_http(PortOnly(port).url)
-        shop = await served_page(PortOnly(port))
-        try:
+        async with served_page(PortOnly(port)):
             await send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                  "params": {"name": "run_code", "arguments": {"code": PRINTS}}})
             while True:  # every line on stdout is a JSON-RPC message
@@ -95,8 +87,6 @@ async def test_a_stdio_process_that_served_programs_exits_0_when_its_client_clos
             assert message["result"]["structuredContent"]["result"] == OPEN_TOTAL
             workers = sandbox_workers(process.pid)
             assert workers
-        finally:
-            await shop.close()
         stderr = await ended(process)  # exit status 0, by itself
         assert "Traceback" not in stderr, stderr
         assert not any(alive(worker) for worker in workers)
@@ -107,26 +97,22 @@ async def test_a_stdio_process_that_served_programs_exits_0_when_its_client_clos
 async def test_a_serve_process_that_ran_programs_exits_0_on_sigterm():
     process, url, _ = await start_serve("--log-level", "warning", "--code-compute-seconds", "2")
     try:
-        async with Client(f"{url}/mcp") as client:
-            shop = await served_page(PortOnly(int(url.rsplit(":", 1)[1])))
-            try:
-                done = await client.call_tool("run_code", {"code": AGGREGATE})
-                assert done.structured_content == {"result": OPEN_TOTAL}
-                # One program parked on a person, one computing, when the signal comes.
-                waiting = asyncio.create_task(client.call_tool("run_code", {"code": "await confirm(question='Go?')"}))
-                computing = asyncio.create_task(client.call_tool("run_code", {"code": "while True:\n    pass"}))
-                await eventually(lambda: shop.held)
-                workers = sandbox_workers(process.pid)
-                assert workers
-                process.send_signal(signal.SIGTERM)
-                assert await asyncio.wait_for(process.wait(), 20) == 0
-                for run in (waiting, computing):
-                    try:
-                        await asyncio.wait_for(run, 10)
-                    except Exception:
-                        pass  # the bridge went away: an error result, or the connection closed
-            finally:
-                await shop.close()
+        async with Client(f"{url}/mcp") as client, served_page(PortOnly(int(url.rsplit(":", 1)[1]))) as shop:
+            done = await client.call_tool("run_code", {"code": AGGREGATE})
+            assert done.structured_content == {"result": OPEN_TOTAL}
+            # One program parked on a person, one computing, when the signal comes.
+            waiting = asyncio.create_task(client.call_tool("run_code", {"code": "await confirm(question='Go?')"}))
+            computing = asyncio.create_task(client.call_tool("run_code", {"code": "while True:\n    pass"}))
+            await eventually(lambda: shop.held)
+            workers = sandbox_workers(process.pid)
+            assert workers
+            process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(process.wait(), 20) == 0
+            for run in (waiting, computing):
+                try:
+                    await asyncio.wait_for(run, 10)
+                except Exception:
+                    pass  # the bridge went away: an error result, or the connection closed
         stderr = (await process.stderr.read()).decode()
         assert "Traceback" not in stderr and "Fatal" not in stderr, stderr
         assert not any(alive(worker) for worker in workers)

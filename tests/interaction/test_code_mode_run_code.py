@@ -42,83 +42,68 @@ async def test_run_code_is_listed_beside_the_meta_tools_and_teaches_its_use():
 
 
 async def test_the_aggregate_example_reads_40_orders_and_returns_only_the_total():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            result = await client.call_tool("run_code", {"code": AGGREGATE})
-            assert not result.is_error, text_of(result)
-            assert result.content[0].text == json.dumps(OPEN_TOTAL)
-            assert result.structured_content == {"result": OPEN_TOTAL}
-            assert sorted(p["order_id"] for p in shop.named("get_order")) == list(range(40))
-            assert len(result.content[0].text) * 100 < shop.bytes_sent  # what the agent reads, against the pages
-        finally:
-            await shop.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge) as shop:
+        result = await client.call_tool("run_code", {"code": AGGREGATE})
+        assert not result.is_error, text_of(result)
+        assert result.content[0].text == json.dumps(OPEN_TOTAL)
+        assert result.structured_content == {"result": OPEN_TOTAL}
+        assert sorted(p["order_id"] for p in shop.named("get_order")) == list(range(40))
+        assert len(result.content[0].text) * 100 < shop.bytes_sent  # what the agent reads, against the pages
 
 
 async def test_gathered_calls_wait_on_the_page_at_once():
     """The page answers only once all 8 calls are waiting on it: one after another, they would never be."""
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge, handlers={**SHOP_HANDLERS, "get_order": lambda params: HOLD})
-        try:
-            program = ("import asyncio\n"
-                       "[o['id'] for o in await asyncio.gather(*[get_order(order_id=n) for n in range(8)])]")
-            call = asyncio.create_task(client.call_tool("run_code", {"code": program}))
-            await eventually(lambda: len(shop.held) == 8)
-            for call_id, event in list(shop.held.items()):
-                await shop.answer(call_id, order(event["params"]["order_id"]))
-            result = await asyncio.wait_for(call, 10)
-            assert result.structured_content == {"result": list(range(8))}
-        finally:
-            await shop.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, \
+            served_page(bridge, handlers={**SHOP_HANDLERS, "get_order": lambda params: HOLD}) as shop:
+        program = ("import asyncio\n"
+                   "[o['id'] for o in await asyncio.gather(*[get_order(order_id=n) for n in range(8)])]")
+        call = asyncio.create_task(client.call_tool("run_code", {"code": program}))
+        await eventually(lambda: len(shop.held) == 8)
+        for call_id, event in list(shop.held.items()):
+            await shop.answer(call_id, order(event["params"]["order_id"]))
+        result = await asyncio.wait_for(call, 10)
+        assert result.structured_content == {"result": list(range(8))}
 
 
 async def test_a_pages_error_raises_in_the_program_caught_or_not():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            caught = await client.call_tool("run_code", {"code": dedent("""
-                try:
-                    await refund(order_id=7)
-                except Exception as error:
-                    outcome = f"refused: {error}"
-                outcome
-                """)})
-            assert caught.structured_content == {"result": "refused: order 7 cannot be refunded"}
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge):
+        caught = await client.call_tool("run_code", {"code": dedent("""
+            try:
+                await refund(order_id=7)
+            except Exception as error:
+                outcome = f"refused: {error}"
+            outcome
+            """)})
+        assert caught.structured_content == {"result": "refused: order 7 cannot be refunded"}
 
-            uncaught = await client.call_tool("run_code", {"code": "first = await get_order(order_id=1)\n"
-                                                                   "await refund(order_id=first['id'])\n'not reached'"})
-            assert uncaught.is_error
-            assert text_of(uncaught).startswith("The program stopped (line 2): RuntimeError: order 1 cannot be "
-                                                "refunded")
-            assert uncaught.structured_content["error"] == {"kind": "exception", "line": 2,
-                                                            "message": "RuntimeError: order 1 cannot be refunded"}
-        finally:
-            await shop.close()
+        uncaught = await client.call_tool("run_code", {"code": "first = await get_order(order_id=1)\n"
+                                                               "await refund(order_id=first['id'])\n'not reached'"})
+        assert uncaught.is_error
+        assert text_of(uncaught).startswith("The program stopped (line 2): RuntimeError: order 1 cannot be "
+                                            "refunded")
+        assert uncaught.structured_content["error"] == {"kind": "exception", "line": 2,
+                                                        "message": "RuntimeError: order 1 cannot be refunded"}
 
 
 async def test_arguments_that_break_the_schema_never_reach_the_page():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            # Through call_tool the type checker cannot see the arguments: the hub's schema check refuses them.
-            refused = await client.call_tool("run_code", {"code": dedent("""
-                try:
-                    await call_tool("get_order", {"order_id": "seven"})
-                except Exception as error:
-                    problem = str(error)
-                problem
-                """)})
-            assert "Invalid arguments for get_order" in refused.structured_content["result"]
-            # As functions, the type checker stops the program before it runs: a wrong name, a wrong type.
-            for program, said in (("await get_order(id=7)", "Argument `id` does not match any known parameter"),
-                                  ("await get_order(order_id='seven')", "Argument to function `get_order` is "
-                                                                        "incorrect")):
-                result = await client.call_tool("run_code", {"code": program})
-                assert result.is_error and result.structured_content["error"]["kind"] == "type_check"
-                assert said in text_of(result) and "async def get_order(*, order_id: int) -> Any" in text_of(result)
-            assert shop.invoked == []
-        finally:
-            await shop.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge) as shop:
+        # Through call_tool the type checker cannot see the arguments: the hub's schema check refuses them.
+        refused = await client.call_tool("run_code", {"code": dedent("""
+            try:
+                await call_tool("get_order", {"order_id": "seven"})
+            except Exception as error:
+                problem = str(error)
+            problem
+            """)})
+        assert "Invalid arguments for get_order" in refused.structured_content["result"]
+        # As functions, the type checker stops the program before it runs: a wrong name, a wrong type.
+        for program, said in (("await get_order(id=7)", "Argument `id` does not match any known parameter"),
+                              ("await get_order(order_id='seven')", "Argument to function `get_order` is "
+                                                                    "incorrect")):
+            result = await client.call_tool("run_code", {"code": program})
+            assert result.is_error and result.structured_content["error"]["kind"] == "type_check"
+            assert said in text_of(result) and "async def get_order(*, order_id: int) -> Any" in text_of(result)
+        assert shop.invoked == []
 
 
 @pytest.mark.parametrize(("program", "kind", "line", "said"), [
@@ -154,25 +139,20 @@ async def test_a_program_reaches_no_file_network_process_or_environment(monkeypa
 
 
 async def test_a_program_reaches_its_own_rooms_tools_and_nothing_else():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        vault = await served_page(bridge, tool("open_vault", "Another room's tool."),
-                                  handlers={"open_vault": lambda params: "opened"}, room="other")
-        try:
-            reached = await client.call_tool("run_code", {"code": dedent("""
-                try:
-                    await call_tool("open_vault", {})
-                except Exception as error:
-                    refused = str(error)
-                refused
-                """)})
-            assert reached.structured_content["result"].startswith("Unknown tool: open_vault")
-            named = await client.call_tool("run_code", {"code": "await open_vault()"})
-            assert named.is_error and "open_vault" in text_of(named)
-            assert vault.invoked == [] and shop.invoked == []
-        finally:
-            await shop.close()
-            await vault.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge) as shop, \
+            served_page(bridge, tool("open_vault", "Another room's tool."),
+                        handlers={"open_vault": lambda params: "opened"}, room="other") as vault:
+        reached = await client.call_tool("run_code", {"code": dedent("""
+            try:
+                await call_tool("open_vault", {})
+            except Exception as error:
+                refused = str(error)
+            refused
+            """)})
+        assert reached.structured_content["result"].startswith("Unknown tool: open_vault")
+        named = await client.call_tool("run_code", {"code": "await open_vault()"})
+        assert named.is_error and "open_vault" in text_of(named)
+        assert vault.invoked == [] and shop.invoked == []
 
 
 async def test_a_deferred_tool_is_a_function_in_programs_and_the_meta_tools_answer_there_too():
@@ -228,45 +208,37 @@ async def test_a_huge_value_is_cut_with_a_note_and_what_was_printed_comes_back()
 
 
 async def test_progress_tells_the_agent_of_each_page_call_finishing():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge):
         seen: list[tuple[float, float | None, str | None]] = []
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             seen.append((progress, total, message))
 
-        try:
-            program = "[(await get_order(order_id=n))['id'] for n in range(3)]"
-            result = await client.call_tool("run_code", {"code": program}, progress_callback=on_progress)
-            assert result.structured_content == {"result": [0, 1, 2]}
-            await eventually(lambda: len(seen) == 3)
-            assert [message for *_, message in seen] == [f"{n} of {n} tool calls answered; last: get_order"
-                                                         for n in (1, 2, 3)]
-            assert [progress for progress, *_ in seen] == [1, 2, 3]
-        finally:
-            await shop.close()
+        program = "[(await get_order(order_id=n))['id'] for n in range(3)]"
+        result = await client.call_tool("run_code", {"code": program}, progress_callback=on_progress)
+        assert result.structured_content == {"result": [0, 1, 2]}
+        await eventually(lambda: len(seen) == 3)
+        assert [message for *_, message in seen] == [f"{n} of {n} tool calls answered; last: get_order"
+                                                     for n in (1, 2, 3)]
+        assert [progress for progress, *_ in seen] == [1, 2, 3]
 
 
 async def test_what_a_program_cannot_do_with_its_calls_is_an_error_it_can_read():
-    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            result = await client.call_tool("run_code", {"code": dedent("""
-                problems = []
-                for name, arguments in [("run_code", {"code": "1"}), ("nope", {}), ("get_order", {"order_id": 1.5})]:
-                    try:
-                        await call_tool(name, arguments)
-                    except Exception as error:
-                        problems.append(str(error))
-                problems
-                """)})
-            problems = result.structured_content["result"]
-            assert problems[0] == "run_code cannot run inside a program: call the tools themselves"
-            assert problems[1].startswith("Unknown tool: nope")
-            assert problems[2].startswith("Invalid arguments for get_order")
-            assert shop.invoked == []
-        finally:
-            await shop.close()
+    async with code_bridge() as bridge, Client(bridge.mcp_url()) as client, served_page(bridge) as shop:
+        result = await client.call_tool("run_code", {"code": dedent("""
+            problems = []
+            for name, arguments in [("run_code", {"code": "1"}), ("nope", {}), ("get_order", {"order_id": 1.5})]:
+                try:
+                    await call_tool(name, arguments)
+                except Exception as error:
+                    problems.append(str(error))
+            problems
+            """)})
+        problems = result.structured_content["result"]
+        assert problems[0] == "run_code cannot run inside a program: call the tools themselves"
+        assert problems[1].startswith("Unknown tool: nope")
+        assert problems[2].startswith("Invalid arguments for get_order")
+        assert shop.invoked == []
 
 
 @pytest.mark.parametrize(("arguments", "said"), [
@@ -323,22 +295,18 @@ async def test_a_direct_calls_long_answer_is_cut_and_a_program_reads_it_whole():
                  outputSchema={"type": "object", "properties": {"text": {"type": "string"}}})
     handlers = {"long_report": lambda params: "x" * 5000, "typed_report": lambda params: {"text": "y" * 5000}}
     async with code_bridge(result_max_chars=1000) as bridge, \
-            Client(bridge.mcp_url()) as client:
-        reports = await served_page(bridge, long, typed, handlers=handlers)
-        try:
-            direct = await client.call_tool("long_report", {})
-            assert not direct.is_error
-            assert direct.content[0].text == "x" * 1000
-            note = direct.content[1].text
-            assert note.startswith("[cut: the answer is 5,000 characters, over the 1,000 this bridge returns.")
-            assert "inside run_code" in note and "a program gets the whole answer" in note
+            Client(bridge.mcp_url()) as client, served_page(bridge, long, typed, handlers=handlers):
+        direct = await client.call_tool("long_report", {})
+        assert not direct.is_error
+        assert direct.content[0].text == "x" * 1000
+        note = direct.content[1].text
+        assert note.startswith("[cut: the answer is 5,000 characters, over the 1,000 this bridge returns.")
+        assert "inside run_code" in note and "a program gets the whole answer" in note
 
-            schema_bound = await client.call_tool("typed_report", {})
-            assert schema_bound.is_error and schema_bound.structured_content is None
-            assert "Its structured content cannot be cut, so this is an error result." in text_of(schema_bound)
+        schema_bound = await client.call_tool("typed_report", {})
+        assert schema_bound.is_error and schema_bound.structured_content is None
+        assert "Its structured content cannot be cut, so this is an error result." in text_of(schema_bound)
 
-            whole = await client.call_tool("run_code", {"code": "[len(await long_report()), "
-                                                                "len((await typed_report())['text'])]"})
-            assert whole.structured_content == {"result": [5000, 5000]}
-        finally:
-            await reports.close()
+        whole = await client.call_tool("run_code", {"code": "[len(await long_report()), "
+                                                            "len((await typed_report())['text'])]"})
+        assert whole.structured_content == {"result": [5000, 5000]}

@@ -21,26 +21,23 @@ RUNAWAYS = {  # the sandbox says where it ran out of memory, not where its time 
 async def test_a_runaway_program_ends_with_its_limit_while_another_agent_is_served(limit):
     program, line, said = RUNAWAYS[limit]
     async with code_bridge(code_compute_seconds=3, code_memory_mb=16) as bridge, \
-            Client(bridge.mcp_url()) as runaway_agent, Client(bridge.mcp_url()) as other_agent:
-        shop = await served_page(bridge)
-        try:
-            runaway = asyncio.create_task(runaway_agent.call_tool("run_code", {"code": program}))
-            if limit == "compute_seconds":  # 3 s of computing: the other agent is served meanwhile
-                await eventually(lambda: bridge.bridge.programs.workers_held == 1)
-            served = await other_agent.call_tool("get_order", {"order_id": 3})
-            assert served.structured_content["id"] == 3
-            if limit == "compute_seconds":
-                assert not runaway.done()
-            result = await asyncio.wait_for(runaway, 30)
-            assert result.is_error
-            error = result.structured_content["error"]
-            assert (error["kind"], error["limit"], error.get("line")) == ("limit", limit, line), text_of(result)
-            assert said in text_of(result)
-            assert bridge.bridge.programs.workers_held == 0
-            again = await runaway_agent.call_tool("run_code", {"code": "(await get_order(order_id=5))['total']"})
-            assert again.structured_content == {"result": 15.0}  # the sandbox serves the next program
-        finally:
-            await shop.close()
+            Client(bridge.mcp_url()) as runaway_agent, Client(bridge.mcp_url()) as other_agent, \
+            served_page(bridge):
+        runaway = asyncio.create_task(runaway_agent.call_tool("run_code", {"code": program}))
+        if limit == "compute_seconds":  # 3 s of computing: the other agent is served meanwhile
+            await eventually(lambda: bridge.bridge.programs.workers_held == 1)
+        served = await other_agent.call_tool("get_order", {"order_id": 3})
+        assert served.structured_content["id"] == 3
+        if limit == "compute_seconds":
+            assert not runaway.done()
+        result = await asyncio.wait_for(runaway, 30)
+        assert result.is_error
+        error = result.structured_content["error"]
+        assert (error["kind"], error["limit"], error.get("line")) == ("limit", limit, line), text_of(result)
+        assert said in text_of(result)
+        assert bridge.bridge.programs.workers_held == 0
+        again = await runaway_agent.call_tool("run_code", {"code": "(await get_order(order_id=5))['total']"})
+        assert again.structured_content == {"result": 15.0}  # the sandbox serves the next program
 
 
 @pytest.mark.parametrize(("program", "limit", "line", "said"), [
@@ -53,13 +50,9 @@ async def test_a_runaway_program_ends_with_its_limit_while_another_agent_is_serv
 ])
 async def test_the_limits_on_calls_and_output_are_the_settings(program, limit, line, said):
     async with code_bridge(code_max_calls=3, code_max_calls_in_flight=2, code_max_printed_chars=100) as bridge, \
-            Client(bridge.mcp_url()) as client:
-        shop = await served_page(bridge)
-        try:
-            result = await client.call_tool("run_code", {"code": program})
-            assert result.is_error and said in text_of(result), text_of(result)
-            error = result.structured_content["error"]
-            assert (error["kind"], error["limit"], error.get("line")) == ("limit", limit, line)
-            assert len(shop.invoked) <= 3
-        finally:
-            await shop.close()
+            Client(bridge.mcp_url()) as client, served_page(bridge) as shop:
+        result = await client.call_tool("run_code", {"code": program})
+        assert result.is_error and said in text_of(result), text_of(result)
+        error = result.structured_content["error"]
+        assert (error["kind"], error["limit"], error.get("line")) == ("limit", limit, line)
+        assert len(shop.invoked) <= 3

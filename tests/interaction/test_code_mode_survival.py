@@ -138,69 +138,59 @@ def killed(process: subprocess.Popen) -> None:
 
 async def test_a_program_whose_process_is_killed_goes_on_in_another_and_no_page_call_is_sent_twice(redis_url):
     async with bridge_process(redis_url) as (dying, dying_at), bridge_process(redis_url) as (_, surviving_at), \
-            redis_client(redis_url) as redis:
-        shop = await served_page(surviving_at)
-        try:
-            task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
-            killed(dying)
+            redis_client(redis_url) as redis, served_page(surviving_at) as shop:
+        task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
+        killed(dying)
 
-            # The surviving process takes the waiting call over: the page's answer goes to it now.
-            await until(lambda: owned_by_another(redis, call_id, dead))
-            await shop.answer(call_id, "yes")
-            done = await read_through(surviving_at, task_id)
-            assert done.status == "completed", done
-            assert done.result["structuredContent"] == {"result": ["yes", 3, 4]}
+        # The surviving process takes the waiting call over: the page's answer goes to it now.
+        await until(lambda: owned_by_another(redis, call_id, dead))
+        await shop.answer(call_id, "yes")
+        done = await read_through(surviving_at, task_id)
+        assert done.status == "completed", done
+        assert done.result["structuredContent"] == {"result": ["yes", 3, 4]}
 
-            # Each call reached the page once: the two before the process died, the last from the other process.
-            assert [(event["tool"], event["params"]) for event in shop.invoked] == [
-                ("get_order", {"order_id": 3}), ("confirm", {"question": "Refund order 3?"}),
-                ("get_order", {"order_id": 4})]
-            assert len({event["call_id"] for event in shop.invoked}) == 3 and shop.cancelled == []
-            # Once over, only the mark that it ended stays (until it expires).
-            taker = await redis.hget(f"agui:program:{task_id}", "process")
-            assert taker != dead and await redis.hgetall(f"agui:program:{task_id}") == {"process": taker, "ended": "1"}
-            assert not await redis.exists(f"agui:program:{task_id}:calls") and not await redis.hlen("agui:programs")
-        finally:
-            await shop.close()
+        # Each call reached the page once: the two before the process died, the last from the other process.
+        assert [(event["tool"], event["params"]) for event in shop.invoked] == [
+            ("get_order", {"order_id": 3}), ("confirm", {"question": "Refund order 3?"}),
+            ("get_order", {"order_id": 4})]
+        assert len({event["call_id"] for event in shop.invoked}) == 3 and shop.cancelled == []
+        # Once over, only the mark that it ended stays (until it expires).
+        taker = await redis.hget(f"agui:program:{task_id}", "process")
+        assert taker != dead and await redis.hgetall(f"agui:program:{task_id}") == {"process": taker, "ended": "1"}
+        assert not await redis.exists(f"agui:program:{task_id}:calls") and not await redis.hlen("agui:programs")
 
 
 
 async def test_a_call_answered_while_its_process_was_dying_reads_outcome_unknown_and_is_never_sent_again(redis_url):
     async with bridge_process(redis_url, SLOW_HEARTBEAT) as (dying, dying_at), \
-            bridge_process(redis_url) as (_, surviving_at), redis_client(redis_url) as redis:
-        shop = await served_page(surviving_at)
-        try:
-            task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, CATCHES_A_LOST_ANSWER)
-            killed(dying)
-            await shop.answer(call_id, "yes")  # the page answers: its answer goes to the dead process
-            await until(lambda: claimed_by_an_answer(redis, call_id))
-            # ... before any other process could take the call over: the dead one's heartbeat still counts.
-            assert await redis.exists(f"agui:proc:{dead}")
-            done = await read_through(surviving_at, task_id)
-            assert done.status == "completed", done
-            assert done.result["structuredContent"] == {"result": f"no answer: {OUTCOME_UNKNOWN}"}
-            assert [event["tool"] for event in shop.invoked] == ["confirm"] and shop.cancelled == []
-        finally:
-            await shop.close()
+            bridge_process(redis_url) as (_, surviving_at), redis_client(redis_url) as redis, \
+            served_page(surviving_at) as shop:
+        task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, CATCHES_A_LOST_ANSWER)
+        killed(dying)
+        await shop.answer(call_id, "yes")  # the page answers: its answer goes to the dead process
+        await until(lambda: claimed_by_an_answer(redis, call_id))
+        # ... before any other process could take the call over: the dead one's heartbeat still counts.
+        assert await redis.exists(f"agui:proc:{dead}")
+        done = await read_through(surviving_at, task_id)
+        assert done.status == "completed", done
+        assert done.result["structuredContent"] == {"result": f"no answer: {OUTCOME_UNKNOWN}"}
+        assert [event["tool"] for event in shop.invoked] == ["confirm"] and shop.cancelled == []
 
 
 async def test_a_program_taken_over_is_cancelled_through_any_process_and_its_page_call_with_it(redis_url):
     async with bridge_process(redis_url) as (dying, dying_at), bridge_process(redis_url) as (_, other_at), \
-            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as survivor, redis_client(redis_url) as redis:
-        shop = await served_page(survivor)
-        try:
-            task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
-            killed(dying)
-            await until(lambda: owned_by_another(redis, call_id, dead))
-            async with Client(other_at.url + "/mcp", extensions=[Tasks()]) as agent:
-                await cancel_task(agent, task_id)  # through a process that holds neither the program nor the page
-                done = await task_ending(agent, task_id)
-            assert done.status == "cancelled", done
-            await eventually(lambda: [(event["call_id"], event["reason"]) for event in shop.cancelled]
-                             == [(call_id, "cancelled by the agent")])
-            assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm"]
-        finally:
-            await shop.close()
+            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as survivor, redis_client(redis_url) as redis, \
+            served_page(survivor) as shop:
+        task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
+        killed(dying)
+        await until(lambda: owned_by_another(redis, call_id, dead))
+        async with Client(other_at.url + "/mcp", extensions=[Tasks()]) as agent:
+            await cancel_task(agent, task_id)  # through a process that holds neither the program nor the page
+            done = await task_ending(agent, task_id)
+        assert done.status == "cancelled", done
+        await eventually(lambda: [(event["call_id"], event["reason"]) for event in shop.cancelled]
+                         == [(call_id, "cancelled by the agent")])
+        assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm"]
 
 
 # --- what cannot be resumed ---------------------------------------------------------------
@@ -239,46 +229,40 @@ async def of_another_sandbox(redis: Redis, key: str) -> None:
 async def test_a_record_changed_unsealed_or_of_another_sandbox_version_is_refused_and_never_loaded(
         redis_url, tampering, refusal):
     async with bridge_process(redis_url, SLOW_HEARTBEAT) as (dying, dying_at), \
-            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as survivor, redis_client(redis_url) as redis:
-        shop = await served_page(survivor)
-        try:
-            task_id, call_id, _ = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
-            killed(dying)
-            await tampering(redis, f"agui:program:{task_id}")  # before its process is taken for dead
-            done = await read_through(survivor, task_id)
-            assert done.status == "completed" and done.result["isError"] is True, done
-            error = done.result["structuredContent"]["error"]
-            assert error["kind"] == "invalid"
-            assert error["message"] == f"its bridge process stopped and it could not be resumed in another: {refusal}"
-            assert not survivor.bridge.programs.started  # nothing was loaded into its sandbox: it never started
-            # The person's dialog closes; nothing was sent again.
-            await eventually(lambda: [event["call_id"] for event in shop.cancelled] == [call_id])
-            assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm"]
-            assert await redis.hget(f"agui:program:{task_id}", "ended") == "1"
-        finally:
-            await shop.close()
+            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as survivor, redis_client(redis_url) as redis, \
+            served_page(survivor) as shop:
+        task_id, call_id, _ = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
+        killed(dying)
+        await tampering(redis, f"agui:program:{task_id}")  # before its process is taken for dead
+        done = await read_through(survivor, task_id)
+        assert done.status == "completed" and done.result["isError"] is True, done
+        error = done.result["structuredContent"]["error"]
+        assert error["kind"] == "invalid"
+        assert error["message"] == f"its bridge process stopped and it could not be resumed in another: {refusal}"
+        assert not survivor.bridge.programs.started  # nothing was loaded into its sandbox: it never started
+        # The person's dialog closes; nothing was sent again.
+        await eventually(lambda: [event["call_id"] for event in shop.cancelled] == [call_id])
+        assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm"]
+        assert await redis.hget(f"agui:program:{task_id}", "ended") == "1"
 
 
 async def test_of_two_processes_racing_to_take_a_program_over_exactly_one_resumes_it(redis_url):
     async with bridge_process(redis_url, SLOW_HEARTBEAT) as (dying, dying_at), \
             code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as b, \
-            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as c, redis_client(redis_url) as redis:
-        shop = await served_page(b)
-        try:
-            task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
-            killed(dying)
-            await until(lambda: owned_by_another(redis, call_id, dead))
-            holder = await redis.hget(f"agui:program:{task_id}", "process")
-            taker, other = (b, c) if holder == b.bridge.link.process_id else (c, b)
-            assert holder == taker.bridge.link.process_id == await redis.hget(f"agui:call:{call_id}", "owner")
-            assert taker.bridge.programs.running == 1 and other.bridge.programs.running == 0
-            await shop.answer(call_id, "yes")
-            done = await read_through(other, task_id)  # read through the process that did not take it
-            assert done.status == "completed" and done.result["structuredContent"] == {"result": ["yes", 3, 4]}
-            assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm", "get_order"]
-            assert not other.bridge.programs.started and shop.cancelled == []
-        finally:
-            await shop.close()
+            code_bridge(redis_url=redis_url, redis_heartbeat=0.2) as c, redis_client(redis_url) as redis, \
+            served_page(b) as shop:
+        task_id, call_id, dead = await program_waiting_in(dying_at, shop, redis, WAITS_ON_A_PERSON)
+        killed(dying)
+        await until(lambda: owned_by_another(redis, call_id, dead))
+        holder = await redis.hget(f"agui:program:{task_id}", "process")
+        taker, other = (b, c) if holder == b.bridge.link.process_id else (c, b)
+        assert holder == taker.bridge.link.process_id == await redis.hget(f"agui:call:{call_id}", "owner")
+        assert taker.bridge.programs.running == 1 and other.bridge.programs.running == 0
+        await shop.answer(call_id, "yes")
+        done = await read_through(other, task_id)  # read through the process that did not take it
+        assert done.status == "completed" and done.result["structuredContent"] == {"result": ["yes", 3, 4]}
+        assert [event["tool"] for event in shop.invoked] == ["get_order", "confirm", "get_order"]
+        assert not other.bridge.programs.started and shop.cancelled == []
 
 
 # --- the store of programs, through Redis -------------------------------------------------
@@ -361,47 +345,39 @@ async def test_a_claim_of_no_program_or_of_a_living_processs_takes_nothing(redis
 async def test_a_process_whose_program_another_took_over_sends_none_of_its_calls_and_writes_nothing_of_it(redis_url):
     """A process taken for stopped (it missed its heartbeats) while it lived: another claimed its program."""
     async with code_bridge(redis_url=redis_url) as b, code_bridge(redis_url=redis_url) as c, \
-            redis_client(redis_url) as redis:
-        shop = await served_page(b)
-        try:
-            run, store, tool = SurvivingRun(RUN, "default", 0.0), b.bridge.programs.survivors, b.hub.room("default")
-            assert await store.started(run)
-            sent = await b.hub.call(tool.get("get_order"), {"order_id": 1}, program_call=ProgramCall(RUN, 0))
-            assert sent.result["id"] == 1 and len(shop.invoked) == 1
-            assert json.loads(await redis.hget(f"agui:program:{RUN}:calls", "0")) == {
-                "call": shop.invoked[0]["call_id"], "sid": shop.page.session_id}  # marked as it was sent
-            await redis.hset(f"agui:program:{RUN}", "process", c.bridge.link.process_id)  # c goes on with it
-            await redis.hset(f"agui:task:{RUN}", mapping={"process": c.bridge.link.process_id, "task": "c's"})
+            redis_client(redis_url) as redis, served_page(b) as shop:
+        run, store, tool = SurvivingRun(RUN, "default", 0.0), b.bridge.programs.survivors, b.hub.room("default")
+        assert await store.started(run)
+        sent = await b.hub.call(tool.get("get_order"), {"order_id": 1}, program_call=ProgramCall(RUN, 0))
+        assert sent.result["id"] == 1 and len(shop.invoked) == 1
+        assert json.loads(await redis.hget(f"agui:program:{RUN}:calls", "0")) == {
+            "call": shop.invoked[0]["call_id"], "sid": shop.page.session_id}  # marked as it was sent
+        await redis.hset(f"agui:program:{RUN}", "process", c.bridge.link.process_id)  # c goes on with it
+        await redis.hset(f"agui:task:{RUN}", mapping={"process": c.bridge.link.process_id, "task": "c's"})
 
-            refused = await b.hub.call(tool.get("get_order"), {"order_id": 2}, program_call=ProgramCall(RUN, 1))
-            assert refused.kind == "taken_over" and refused.error == PROGRAM_TAKEN_OVER
-            store.parked(run, ParkedProgram.from_json(json.loads(envelope_of())["record"]))
-            await store.ended(RUN)  # once its record's write is done: neither is carried out
-            assert await redis.hgetall(f"agui:program:{RUN}") == {"process": c.bridge.link.process_id}
-            await b.bridge.mcp.tasks.shared.save(Task(RUN, "", "default", "run_code", time.time(), 60.0, 1.0))
-            assert await redis.hget(f"agui:task:{RUN}", "task") == "c's"
-            # The refused call never reached the page: the next call of this process's own comes right after the first.
-            assert (await b.hub.call(tool.get("get_order"), {"order_id": 3})).result["id"] == 3
-            assert [event["params"]["order_id"] for event in shop.invoked] == [1, 3]
-        finally:
-            await shop.close()
+        refused = await b.hub.call(tool.get("get_order"), {"order_id": 2}, program_call=ProgramCall(RUN, 1))
+        assert refused.kind == "taken_over" and refused.error == PROGRAM_TAKEN_OVER
+        store.parked(run, ParkedProgram.from_json(json.loads(envelope_of())["record"]))
+        await store.ended(RUN)  # once its record's write is done: neither is carried out
+        assert await redis.hgetall(f"agui:program:{RUN}") == {"process": c.bridge.link.process_id}
+        await b.bridge.mcp.tasks.shared.save(Task(RUN, "", "default", "run_code", time.time(), 60.0, 1.0))
+        assert await redis.hget(f"agui:task:{RUN}", "task") == "c's"
+        # The refused call never reached the page: the next call of this process's own comes right after the first.
+        assert (await b.hub.call(tool.get("get_order"), {"order_id": 3})).result["id"] == 3
+        assert [event["params"]["order_id"] for event in shop.invoked] == [1, 3]
 
 
 async def test_a_program_redis_lost_with_its_data_is_written_again_by_its_process(redis_url):
-    async with code_bridge(redis_url=redis_url) as b, redis_client(redis_url) as redis:
-        shop = await served_page(b)
-        try:
-            run, store, tool = SurvivingRun(RUN, "default", 0.0), b.bridge.programs.survivors, b.hub.room("default")
-            assert await store.started(run)
-            await redis.delete(f"agui:program:{RUN}", "agui:programs")  # as a Redis restarted without its data
-            sent = await b.hub.call(tool.get("get_order"), {"order_id": 1}, program_call=ProgramCall(RUN, 0))
-            assert sent.result["id"] == 1
-            assert await redis.hget(f"agui:program:{RUN}", "process") == b.bridge.link.process_id
-            assert await redis.hget("agui:programs", RUN) == b.bridge.link.process_id
-            assert await redis.hexists(f"agui:program:{RUN}:calls", "0")
-            await redis.delete(f"agui:program:{RUN}", "agui:programs")
-            store.parked(run, ParkedProgram.from_json(json.loads(envelope_of())["record"]))
-            await store.ended(RUN)  # the record was written again, then the run ended
-            assert await redis.hgetall(f"agui:program:{RUN}") == {"process": b.bridge.link.process_id, "ended": "1"}
-        finally:
-            await shop.close()
+    async with code_bridge(redis_url=redis_url) as b, redis_client(redis_url) as redis, served_page(b):
+        run, store, tool = SurvivingRun(RUN, "default", 0.0), b.bridge.programs.survivors, b.hub.room("default")
+        assert await store.started(run)
+        await redis.delete(f"agui:program:{RUN}", "agui:programs")  # as a Redis restarted without its data
+        sent = await b.hub.call(tool.get("get_order"), {"order_id": 1}, program_call=ProgramCall(RUN, 0))
+        assert sent.result["id"] == 1
+        assert await redis.hget(f"agui:program:{RUN}", "process") == b.bridge.link.process_id
+        assert await redis.hget("agui:programs", RUN) == b.bridge.link.process_id
+        assert await redis.hexists(f"agui:program:{RUN}:calls", "0")
+        await redis.delete(f"agui:program:{RUN}", "agui:programs")
+        store.parked(run, ParkedProgram.from_json(json.loads(envelope_of())["record"]))
+        await store.ended(RUN)  # the record was written again, then the run ended
+        assert await redis.hgetall(f"agui:program:{RUN}") == {"process": b.bridge.link.process_id, "ended": "1"}
