@@ -12,6 +12,18 @@ const FINISHED_CALLS_KEPT = 5000; // call ids remembered after they end, to igno
 const ASKS_KEPT = 1000; // input requests remembered until the agent's answers come back
 
 /**
+ * Forget the oldest entries (the first inserted) beyond the newest `max`.
+ * @param {Map<unknown, unknown> | Set<unknown>} kept
+ * @param {number} max
+ */
+function keepNewest(kept, max) {
+  for (const oldest of kept.keys()) {
+    if (kept.size <= max) break;
+    kept.delete(oldest);
+  }
+}
+
+/**
  * The id an `askAgent` request state carries, as the bridge hands it back.
  * @param {unknown} text
  * @returns {string | undefined}
@@ -200,10 +212,7 @@ export class Calls {
     }
     if (!this._link.send(answer)) this._outbox.set(call.callId, answer); // delivered after we reconnect
     this._sent.set(call.callId, answer);
-    for (const oldest of this._sent.keys()) {
-      if (this._sent.size <= SENT_ANSWERS_KEPT) break;
-      this._sent.delete(oldest);
-    }
+    keepNewest(this._sent, SENT_ANSWERS_KEPT);
     this._link.emit("result", { callId: call.callId, tool: call.tool, result: /** @type {ToolResult} */ (answer.result),
       error: answer.error?.message, ms: Date.now() - call.startedAt });
   }
@@ -280,10 +289,7 @@ export class Calls {
     const message = { type: "agui.tool.input_request", call_id: call.callId, requests,
       requestState: JSON.stringify({ ask: id }) };
     this._asks.set(id, { tool: call.tool, keys, state: state === undefined ? undefined : JSON.stringify(state) });
-    for (const oldest of this._asks.keys()) {
-      if (this._asks.size <= ASKS_KEPT) break;
-      this._asks.delete(oldest);
-    }
+    keepNewest(this._asks, ASKS_KEPT);
     call.done = true;
     this._finish(call.callId);
     if (!this._link.send(message)) this._outbox.set(call.callId, message);
@@ -296,8 +302,6 @@ export class Calls {
   _finish(callId) {
     this._running.delete(callId);
     this._finished.add(callId);
-    if (this._finished.size > FINISHED_CALLS_KEPT) {
-      this._finished.delete(this._finished.values().next().value ?? "");
-    }
+    keepNewest(this._finished, FINISHED_CALLS_KEPT);
   }
 }

@@ -24,6 +24,11 @@ const WATCHED_ATTRIBUTES = ["toolname", "tooldescription", "toolautosubmit", "to
 const TEXT_TYPES = new Set(["text", "search", "email", "url", "tel", "password"]);
 const NOT_PARAMETERS = new Set(["hidden", "submit", "reset", "button", "image", "file"]);
 const LABELABLE = "button, input, meter, output, progress, select, textarea";
+// A change in (or of) one of these may change a form's tool: the forms, their controls (one outside
+// its form with `form=`), labels (a `<label for>` anywhere), groups and options.
+const FORM_PARTS = "form, label, fieldset, legend, select, option, input, textarea";
+// An element added or removed that is (or holds) one of these may too.
+const FORM_CONTENT = "form, label, input, select, textarea";
 // HTML time-like values, as the controls give them.
 const DAY = "[0-9]{4,}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
 const TIME = "([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,3})?)?";
@@ -58,6 +63,26 @@ const text = (/** @type {string | null | undefined} */ value) => (value ?? "").r
 function isControl(element) {
   return element instanceof HTMLInputElement || element instanceof HTMLSelectElement ||
     element instanceof HTMLTextAreaElement;
+}
+
+/**
+ * Whether a change the MutationObserver reports may change a form's tool: the others (a page's own
+ * list growing…) are not worth compiling every form again.
+ * @param {MutationRecord} record
+ */
+function touchesForms(record) {
+  const { target } = record;
+  const changed = target.nodeType === Node.ELEMENT_NODE ? /** @type {Element} */ (target) : target.parentElement;
+  if (changed?.closest(FORM_PARTS)) return true;
+  if (record.type !== "childList") return false;
+  for (const nodes of [record.addedNodes, record.removedNodes]) {
+    for (const node of nodes) {
+      if (node.nodeType !== Node.ELEMENT_NODE) continue;
+      const element = /** @type {Element} */ (node);
+      if (element.matches(FORM_CONTENT) || element.querySelector(FORM_CONTENT)) return true;
+    }
+  }
+  return false;
 }
 
 /** @param {Element} element  a label or a legend: its text, without the controls inside it */
@@ -157,13 +182,12 @@ function textSchema(control) {
 }
 
 /**
- * A value as a form control holds it.
- * @param {unknown} value
+ * The events a user's change of the control fires: `input`, then `change`.
+ * @param {Control} control
  */
-function asFormText(value) {
-  if (typeof value === "string") return value;
-  if (typeof value === "number" && Number.isFinite(value)) return String(value);
-  return null;
+function announce(control) {
+  control.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
+  control.dispatchEvent(new Event("change", { bubbles: true }));
 }
 
 /**
@@ -178,8 +202,7 @@ function setAsTheUser(control, property, value) {
   const setter = Object.getOwnPropertyDescriptor(prototype, property)?.set;
   if (setter) setter.call(control, value);
   else Reflect.set(control, property, value);
-  control.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
-  control.dispatchEvent(new Event("change", { bubbles: true }));
+  announce(control);
 }
 
 /**
@@ -255,10 +278,7 @@ function compileField(name, controls) {
         const wanted = new Set(/** @type {unknown[]} */ (value));
         const changed = [...first.options].filter((o) => o.selected !== wanted.has(o.value));
         for (const option of changed) option.selected = !option.selected;
-        if (changed.length) {
-          first.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
-          first.dispatchEvent(new Event("change", { bubbles: true }));
-        }
+        if (changed.length) announce(first);
       },
       read: () => [...first.selectedOptions].map((o) => o.value),
     } : {
@@ -345,6 +365,17 @@ export function formToolDefinition(form) {
 }
 
 /**
+ * The entries a submission sends, as text (a file as its name).
+ * @param {HTMLFormElement} form
+ * @param {HTMLElement | null} submitter
+ * @returns {Array<[string, string]>}
+ */
+function formEntries(form, submitter) {
+  return [...new FormData(form, submitter)].map(([name, entry]) =>
+    [name, typeof entry === "string" ? entry : entry.name]);
+}
+
+/**
  * The values a submission sends: the parameters typed as their schemas say, the other fields (hidden
  * ones, the submit button's name) as text.
  * @param {HTMLFormElement} form
@@ -353,11 +384,11 @@ export function formToolDefinition(form) {
 function submittedValues(form, submitter) {
   /** @type {Record<string, JSONValue>} */
   const values = {};
+  // Compiled again, not the call's: the user may have changed the form before submitting it.
   const fields = compileFields(form);
   const typed = new Set(fields.map((f) => f.name));
-  for (const [name, entry] of new FormData(form, submitter)) {
+  for (const [name, value] of formEntries(form, submitter)) {
     if (typed.has(name)) continue;
-    const value = typeof entry === "string" ? entry : entry.name;
     const previous = values[name];
     values[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value];
   }
@@ -379,11 +410,7 @@ function navigationUrl(form, submitter) {
   if (method === "dialog") return null;
   const url = new URL(button?.hasAttribute("formaction") ? button.formAction : form.action);
   if (method === "get") {
-    const query = new URLSearchParams();
-    for (const [name, entry] of new FormData(form, submitter)) {
-      query.append(name, typeof entry === "string" ? entry : entry.name);
-    }
-    url.search = query.toString();
+    url.search = new URLSearchParams(formEntries(form, submitter)).toString();
   }
   return url.href;
 }
@@ -438,7 +465,9 @@ class FormTools {
     /** @type {Set<string>} names already reported as taken by an earlier form */
     this.duplicates = new Set();
     this.scheduled = false;
-    this.observer = new MutationObserver(() => this.schedule());
+    this.observer = new MutationObserver((records) => {
+      if (records.some(touchesForms)) this.schedule();
+    });
     this.onSubmit = (/** @type {Event} */ event) => this.submitted(event);
     this.onReset = (/** @type {Event} */ event) => {
       const served = event.target instanceof HTMLFormElement ? this.served.get(event.target) : undefined;
@@ -675,6 +704,10 @@ class FormTools {
 /** @type {typeof types.serveForms} */
 export function serveForms(bridge, { document = globalThis.document, signal } = {}) {
   if (!document) throw new TypeError("serveForms() needs a document: it serves the forms of a page.");
+  if (signal?.aborted) {
+    servers.get(bridge)?.dispose(); // as if it aborted now
+    return { tools: [], dispose: () => {} };
+  }
   /** @type {FormTools} */
   let tools = servers.get(bridge);
   if (!tools) {

@@ -37,8 +37,7 @@ const STATUS = { connecting: "connecting", open: "connected", reconnecting: "rec
 /** @type {typeof types.BridgeProvider} */
 export function BridgeProvider({ url, room = "default", token = null, options, forms = true, onError, children }) {
   const [value, setValue] = useState(/** @type {BridgeContextValue} */ ({ bridge: null, status: "connecting" }));
-  // The connection once started: its forms are served from then on, as connect() serves them.
-  const [started, setStarted] = useState(/** @type {AguiBridge | null} */ (null));
+  const { bridge } = value;
   // Read when connecting, not watched: an inline object or arrow would otherwise reconnect at each render.
   const latest = useRef({ options, onError });
   useCommitEffect(() => {
@@ -63,7 +62,7 @@ export function BridgeProvider({ url, room = "default", token = null, options, f
     bridge.addEventListener("statechange", onStateChange);
     bridge.addEventListener("error", onBridgeError);
     show("connecting");
-    bridge.start().then(() => setStarted(bridge), (/** @type {unknown} */ error) => {
+    bridge.start().catch((/** @type {unknown} */ error) => {
       if (error instanceof AguiBridgeError && error.code === "closed") return; // unmounted, or props changed
       refused = true;
       show("refused");
@@ -77,12 +76,14 @@ export function BridgeProvider({ url, room = "default", token = null, options, f
     };
   }, [url, room, token]);
 
+  // The page's forms, as connect() serves them: registered now, sent once the bridge welcomes the page
+  // (as the hooks' tools); a refused connection is closed, and serves none.
   useEffect(() => {
-    if (!started || forms === false || typeof document === "undefined") return;
+    if (!bridge || bridge.state === "closed" || forms === false || typeof document === "undefined") return;
     const serving = new AbortController();
-    serveForms(started, { signal: serving.signal });
+    serveForms(bridge, { signal: serving.signal });
     return () => serving.abort();
-  }, [started, forms]);
+  }, [bridge, forms]);
 
   return createElement(BridgeContext.Provider, { value }, children);
 }

@@ -36,6 +36,7 @@ class Outage {
    */
   constructor(url, reportAfter) {
     this.url = url;
+    this.webSocketUrl = webSocketUrl(url);
     this.reportAfter = Math.max(1, reportAfter);
     this.attempts = 0;
     this.since = 0; // Date.now() of the first failed attempt
@@ -57,9 +58,9 @@ class Outage {
       "connect({ url }) must name where it listens (port 8765 unless started with --port), with its mount " +
       "prefix when it is mounted in an app.";
     return {
-      code: "unreachable", url: this.url, webSocketUrl: webSocketUrl(this.url), attempts: this.attempts,
+      code: "unreachable", url: this.url, webSocketUrl: this.webSocketUrl, attempts: this.attempts,
       since: this.since, hint,
-      message: `Cannot reach the bridge at ${this.url} (its WebSocket ${webSocketUrl(this.url)}: ${this.attempts} ` +
+      message: `Cannot reach the bridge at ${this.url} (its WebSocket ${this.webSocketUrl}: ${this.attempts} ` +
         `attempts in ${seconds} s; still trying). ${hint}`,
     };
   }

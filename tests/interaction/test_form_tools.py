@@ -333,6 +333,97 @@ async def eventually_schema(client, name: str, predicate) -> dict:
     raise AssertionError(f"{name}'s schema never changed: {schema}")
 
 
+# One control per branch of the schema compiler (forms.js), unlabelled unless the description is the point.
+COMPILER_FORM = """
+<form id="compiler" toolname="every_branch" tooldescription="Each kind of control.">
+  <input name="code" pattern="[A-Z]{3}" required>
+  <input name="lookahead" pattern="(?!0)[0-9]+">
+  <input name="v_flag" pattern="[(]+">
+  <input name="nick" minlength="2" maxlength="10">
+  <textarea name="bio" minlength="0" maxlength="500"></textarea>
+  <input type="email" name="cc" multiple>
+  <input type="number" name="count">
+  <input type="number" name="price" min="0" step="0.01">
+  <input type="number" name="dozens" min="12" step="12">
+  <input type="number" name="odd" min="1" step="2">
+  <input type="number" name="tens" step="10" value="20">
+  <input type="number" name="ratio" min="0" max="1" step="any">
+  <input type="range" name="volume">
+  <input type="range" name="balance" min="-1" max="1" step="0.5">
+  <input type="time" name="at">
+  <input type="datetime-local" name="when">
+  <input type="month" name="month">
+  <input type="week" name="week" readonly>
+  <input type="color" name="colour" readonly>
+  <select name="extras" multiple>
+    <option value="bread">Bread</option><option value="olives" disabled>Olives</option><option>Wine</option>
+  </select>
+  <input name="reference" value="A1" readonly>
+  <input type="number" name="fixed" value="3" readonly>
+  <input name="off" disabled>
+  <fieldset disabled><input name="inside"></fieldset>
+  <input name="twice"><input name="twice">
+  <input type="hidden" name="source" value="web">
+  <input type="file" name="upload">
+  <label><input type="checkbox" name="terms" required> I accept the terms</label>
+  <button>Send</button>
+</form>
+"""
+
+TIME = r"([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,3})?)?"
+DAY = r"[0-9]{4,}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+
+COMPILER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "pattern": "^(?:[A-Z]{3})$"},  # HTML matches the whole value
+        "lookahead": {"type": "string"},  # RE2 (the bridge's matcher) has no lookahead: left to the browser
+        "v_flag": {"type": "string"},  # invalid with the v flag HTML compiles patterns with: the browser ignores it
+        "nick": {"type": "string", "minLength": 2, "maxLength": 10},
+        "bio": {"type": "string", "maxLength": 500},
+        "cc": {"type": "string"},  # several addresses: no format
+        "count": {"type": "integer"},
+        "price": {"type": "number", "minimum": 0, "multipleOf": 0.01},
+        "dozens": {"type": "integer", "minimum": 12, "multipleOf": 12},
+        "odd": {"type": "integer", "minimum": 1},  # 1, 3, 5…: steps from the minimum, not multiples
+        "tens": {"type": "integer", "multipleOf": 10},  # no minimum: steps from the value
+        "ratio": {"type": "number", "minimum": 0, "maximum": 1},
+        "volume": {"type": "integer", "minimum": 0, "maximum": 100},  # a range's defaults
+        "balance": {"type": "number", "minimum": -1, "maximum": 1, "multipleOf": 0.5},
+        "at": {"type": "string", "pattern": f"^{TIME}$"},
+        "when": {"type": "string", "pattern": f"^{DAY}T{TIME}$"},
+        "month": {"type": "string", "pattern": "^[0-9]{4,}-(0[1-9]|1[0-2])$"},
+        "colour": {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$"},  # readonly does not apply to a colour
+        "extras": {"type": "array", "uniqueItems": True, "items": {
+            "type": "string", "enum": ["bread", "Wine"],
+            "oneOf": [{"const": "bread", "title": "Bread"}, {"const": "Wine", "title": "Wine"}]}},
+        "terms": {"type": "boolean", "const": True, "description": "I accept the terms"},
+    },
+    "additionalProperties": False,
+    "required": ["code", "terms"],
+}
+
+
+async def test_the_schema_compiled_from_each_kind_of_control(browser, bridge):
+    async with form_page(browser, bridge, COMPILER_FORM) as page, mcp_client(bridge) as client:
+        definition = await page.evaluate("window.agui.formToolDefinition(document.getElementById('compiler'))")
+        assert definition == {"name": "every_branch", "description": "Each kind of control.",
+                              "inputSchema": COMPILER_SCHEMA}
+        # The bridge takes it as it is.
+        await wait_for_tools(client, "every_branch")
+        assert (await listed_tool(client, "every_branch")).input_schema == COMPILER_SCHEMA
+
+
+async def test_serve_forms_with_an_aborted_signal_serves_none(browser, bridge):
+    script = """window.handle = window.agui.serveForms(window.bridge, {signal: AbortSignal.abort()});
+await window.bridge.registerTool({name: "marker", description: "Registered after serveForms()."}, () => "here");"""
+    async with form_page(browser, bridge, BOOKING_FORM, options='{"forms": false}', script=script) as page, \
+            mcp_client(bridge) as client:
+        listed = await wait_for_tools(client, "marker")
+        assert "book_table" not in listed
+        assert await page.evaluate("window.handle.tools") == []
+
+
 async def test_forms_false_serves_no_form(browser, bridge):
     script = """await window.bridge.registerTool({name: "marker", description: "Registered after connect()."},
                                                   () => "here");"""
