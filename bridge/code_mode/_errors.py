@@ -4,7 +4,6 @@ verdict, a worker that died."""
 
 from __future__ import annotations
 
-import builtins
 import json
 import re
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from pydantic_monty import MontyCrashedError, MontyError, MontyRuntimeError, Mon
 
 from bridge.code_mode.limits import Limits
 from bridge.code_mode.run_result import RunError
+from bridge.code_mode.signatures import BUILTIN_NAMES
 
 _INPUT_NAME = re.compile(r"<python-input-\d+>")  # how the sandbox names the fed source in tracebacks
 UNSUPPORTED = "The monty syntax parser does not yet support "
@@ -23,7 +23,6 @@ CALL_RULES = frozenset({"missing-argument", "unknown-argument", "invalid-argumen
                         "too-many-positional-arguments", "parameter-already-assigned"})
 _FUNCTION_NAMED = re.compile(r"function `([^`]+)`")
 _NAME_UNDEFINED = re.compile(r"Name `([^`]+)` used when not defined")
-_BUILTIN_NAMES = frozenset(dir(builtins))
 TYPE_DIAGNOSTICS_SHOWN = 10
 
 
@@ -64,15 +63,14 @@ def _runtime(error: MontyRuntimeError, limits: Limits) -> RunError:
     return RunError("exception", _program_text(error.display("type-msg")), line, _program_text(error.display()))
 
 
-def from_type_check(error: MontyTypingError, functions: frozenset[str],
-                    signatures: Mapping[str, str]) -> RunError | None:
+def from_type_check(error: MontyTypingError, signatures: Mapping[str, str]) -> RunError | None:
     """The type checker's verdicts that stop the program (see CALL_RULES), or None when it may run. `error`'s
-    diagnostics are in ty's JSON format."""
+    diagnostics are in ty's JSON format; `signatures`: of the names that are tools in the program."""
     try:
         diagnostics = json.loads(error.display())
     except ValueError:
         return None
-    blocking = [d for d in diagnostics if isinstance(d, dict) and _blocks(d, functions)]
+    blocking = [d for d in diagnostics if isinstance(d, dict) and _blocks(d, signatures)]
     if not blocking:
         return None
     lines, named = [], []
@@ -86,17 +84,17 @@ def from_type_check(error: MontyTypingError, functions: frozenset[str],
     return RunError("type_check", str(first.get("message", "")), _row(first), "\n".join(lines))
 
 
-def _blocks(diagnostic: dict[str, object], functions: frozenset[str]) -> bool:
+def _blocks(diagnostic: dict[str, object], signatures: Mapping[str, str]) -> bool:
     if diagnostic.get("severity") != "error" or diagnostic.get("filename") not in ("/main.py", "main.py"):
         return False
     rule, message = diagnostic.get("code"), str(diagnostic.get("message", ""))
     if rule == "unresolved-reference":  # but Python's builtins, which the checker may not know all of (`open`)
         undefined = _NAME_UNDEFINED.search(message)
-        return undefined is None or undefined.group(1) not in _BUILTIN_NAMES
+        return undefined is None or undefined.group(1) not in BUILTIN_NAMES
     if "CoroutineType[" in message:
         return True
     found = _FUNCTION_NAMED.search(message)
-    return rule in CALL_RULES and found is not None and found.group(1) in functions
+    return rule in CALL_RULES and found is not None and found.group(1) in signatures
 
 
 def _row(diagnostic: dict[str, object]) -> int | None:

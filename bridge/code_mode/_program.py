@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import pydantic_monty
@@ -73,7 +73,7 @@ class _Printed:
         if self.over or len(text) > room:
             self.text += text[:max(room, 0)]
             self.over = True
-            raise _PrintedTooMuch(f"printed output limit reached ({self.max_chars:,} characters)")
+            raise _PrintedTooMuch  # the run's error says so (`Run._printed_error`): this message is never shown
         self.text += text
 
 
@@ -87,13 +87,17 @@ class _Call:
 
 @dataclass(frozen=True)
 class Program:
-    """What a run is given: the source, the names that are tools, and their signatures (for error messages)."""
+    """What a run is given: the source, and the signatures (for error messages) of the names that are tools."""
 
     run_id: str
     code: str
-    functions: frozenset[str]  # the tools that are functions in the program, and `call_tool`
-    signatures: Mapping[str, str]
+    signatures: Mapping[str, str]  # of the tools that are functions in the program, and of `call_tool`
     limits: Limits
+
+    @cached_property
+    def functions(self) -> frozenset[str]:
+        """The names that are tools in the program: those of `signatures`."""
+        return frozenset(self.signatures)
 
 
 class Run:
@@ -169,7 +173,7 @@ class Run:
                 snapshot = await session.run(snapshot.resume_not_handled)  # no stubs but the tools'
             return snapshot
         except MontyTypingError as error:
-            refusal = from_type_check(error, self._program.functions, self._program.signatures)
+            refusal = from_type_check(error, self._program.signatures)
             if refusal is not None:
                 raise _Stop(refusal) from None
             return await session.run(partial(feed, skip_type_check=True))

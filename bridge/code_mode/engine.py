@@ -10,7 +10,6 @@ from typing import Any
 
 from bridge.code_mode._program import ParkSink, Program, Run
 from bridge.code_mode._workers import Workers
-from bridge.code_mode.description import run_code_description
 from bridge.code_mode.limits import Limits
 from bridge.code_mode.parked import ParkedProgram
 from bridge.code_mode.run_result import RunError, RunResult
@@ -53,9 +52,6 @@ class CodeMode:
         """Workers running a program now (a parked program holds none)."""
         return self._workers.held
 
-    def description(self) -> str:
-        """The `run_code` tool's description, with these limits."""
-        return run_code_description(self.limits)
 
     async def run(self, code: str, tools: ToolSchemas, caller: ToolCaller, *, limits: Limits | None = None,
                   on_call_finished: CallFinishedSink | None = None, on_park: ParkSink | None = None,
@@ -96,5 +92,4 @@ class CodeMode:
 
 def _program(run_id: str, code: str, signatures: dict[str, str], limits: Limits) -> Program:
     """`signatures`: of the tools that are functions in programs (`function_signatures`)."""
-    return Program(run_id, code, frozenset(signatures) | {CALL_TOOL}, signatures | {CALL_TOOL: CALL_TOOL_SIGNATURE},
-                   limits)
+    return Program(run_id, code, signatures | {CALL_TOOL: CALL_TOOL_SIGNATURE}, limits)

@@ -63,18 +63,19 @@ class ParkedProgram:
             if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
                 raise ValueError(f"format {data.get('format') if isinstance(data, dict) else None!r}, "
                                  f"not {RECORD_FORMAT}")
-            pending = tuple(PendingCall(int(c["call_id"]), _text(c["name"]), _object(c["arguments"]))
+            pending = tuple(PendingCall(int(c["call_id"]), expect_str(c["name"]), _object(c["arguments"]))
                             for c in data["pending"])
-            return cls(run_id=_text(data["run_id"]), code=_text(data["code"]),
+            return cls(run_id=expect_str(data["run_id"]), code=expect_str(data["code"]),
                        snapshot=base64.b64decode(data["snapshot"], validate=True), pending=pending,
-                       calls_started=int(data["calls_started"]), printed=_text(data["printed"]),
+                       calls_started=int(data["calls_started"]), printed=expect_str(data["printed"]),
                        printed_over=bool(data["printed_over"]), limits=Limits.from_dict(data["limits"]),
-                       monty_version=_text(data["monty_version"]))
+                       monty_version=expect_str(data["monty_version"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"not a parked program record: {exc}") from None
 
 
-def _text(value: Any) -> str:
+def expect_str(value: Any) -> str:
+    """`value`, a string read from JSON; TypeError if it is not one."""
     if not isinstance(value, str):
         raise TypeError(f"expected a string, found {type(value).__name__}")
     return value

@@ -25,14 +25,14 @@ STUBS_HEADER = "from typing import Any, Literal\n\n"
 LITERAL_MAX_VALUES = 30  # a longer enum is shown as its values' types
 DEFAULT_SHOWN_CHARS = 60  # a longer default is shown as `...`
 NESTING_READ = 6  # schema levels read for a type; deeper is `Any`
-_BUILTIN_NAMES = frozenset(dir(builtins))
+BUILTIN_NAMES = frozenset(dir(builtins))  # Python's builtins: no tool is a function of such a name
 _SIMPLE_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 _VAR_KEYWORD_NAMES = ("more", "extra", "other_arguments")
 
 
 def is_function_name(name: str) -> bool:
     """Whether a tool of this name is a function in programs (else only `call_tool` reaches it)."""
-    return _is_keyword_argument(name) and name not in _BUILTIN_NAMES and name != CALL_TOOL
+    return _is_keyword_argument(name) and name not in BUILTIN_NAMES and name != CALL_TOOL
 
 
 def python_signature(name: str, input_schema: Mapping[str, Any] | None) -> str:

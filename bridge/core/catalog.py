@@ -177,6 +177,14 @@ class Tool:
             return "the tool has an outputSchema but its result has no structured content"
         return self._schema_errors("outputSchema", result["structuredContent"], "(result)")
 
+    def result_mismatch(self, result: dict[str, Any], name: str) -> str | None:
+        """What the agent is told when a page's CallToolResult (wire JSON) breaks the output schema (`result_errors`),
+        `name` being the tool as the agent called it; None when it does not."""
+        problem = self.result_errors(result)
+        if problem is None:
+            return None
+        return f"The page's result for {name} does not match its output schema: {problem}"
+
     def _schema_errors(self, schema_field: str, instance: Any, whole: str) -> str | None:
         problem = _schema_check(self._definition_json, schema_field).errors(instance, whole)
         return problem and problem.replace("the schema cannot", f"the tool's {schema_field} cannot")

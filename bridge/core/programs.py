@@ -4,7 +4,7 @@ each tool call it makes goes through exactly the checks of a direct call in the 
 
 The sandbox's worker processes start with the first program (a bridge nobody sends a program to starts none)
 and stop with the bridge (`serving`, in its lifespan). A program waiting on pages holds no worker: the engine
-parks it and hands its record (plain data) to `ParkedPrograms`, this process's memory.
+parks it (`ParkedHere` counts the parked runs).
 
 A task's program may outlive its process (shared mode): given `SurvivingPrograms`, its record is written where
 every process reads it at each park, and each page call it sends is marked there as sent (atomically with the
@@ -23,9 +23,9 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bridge.code_mode import (
     CALL_ID,
@@ -63,31 +63,22 @@ TURN_TIMEOUT_MIN = 60.0
 NOT_SERVING = RunResult(error=RunError("closed", "the sandbox is not running (the bridge is stopping)"))
 
 
-class ParkedPrograms(Protocol):
-    """Where the records of parked programs are kept while their runs last, in this process (a task's program
-    that may outlive its process is written to `SurvivingPrograms` as well)."""
-
-    def parked(self, room: str, record: ParkedProgram) -> None:
-        """The program waits on calls and holds no worker: `record` is where it would resume."""
-
-    def ended(self, run_id: str) -> None:
-        """The run is over (a value, an error, a cancel): its record goes."""
-
-
 class ParkedHere:
-    """This process's memory: the last record of each parked program, by run id."""
+    """The runs of this process whose program parked at least once (it waited on calls, holding no worker), until
+    they end (a task's program that may outlive its process is written to `SurvivingPrograms` as well)."""
 
     def __init__(self) -> None:
-        self._records: dict[str, tuple[str, ParkedProgram]] = {}
+        self._run_ids: set[str] = set()
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._run_ids)
 
-    def parked(self, room: str, record: ParkedProgram) -> None:
-        self._records[record.run_id] = (room, record)
+    def parked(self, record: ParkedProgram) -> None:
+        self._run_ids.add(record.run_id)
 
     def ended(self, run_id: str) -> None:
-        self._records.pop(run_id, None)
+        """The run is over (a value, an error, a cancel)."""
+        self._run_ids.discard(run_id)
 
 
 class Resumption:
@@ -110,17 +101,19 @@ class Programs:
     processes to resume (shared mode); `pages_url(room)`: where a person opens a page of a room, for a resumed
     program's calls (no agent's request tells it then)."""
 
-    def __init__(self, hub: Hub, config: CodeConfig, parked: ParkedPrograms | None = None,
-                 survivors: SurvivingPrograms | None = None,
+    def __init__(self, hub: Hub, config: CodeConfig, survivors: SurvivingPrograms | None = None,
                  pages_url: Callable[[str], str] = lambda room: "") -> None:
         self.hub, self.config = hub, config
         self.limits = code_limits(config)
-        self.parked = parked if parked is not None else ParkedHere()
+        self.parked = ParkedHere()
         self.survivors, self.pages_url = survivors, pages_url
         self.running = 0  # runs in progress, parked or not
         self._engine: CodeMode | None = None
         self._serving = False
         self._starting: asyncio.Lock | None = None
+        # The meta-tools a program can call as functions, by name: their input schemas (fixed with the hub).
+        self._meta_schemas = {d["name"]: d["inputSchema"] for d in hub.meta.definitions
+                              if d["name"] not in (config.tool_name, CALL_TOOL)}  # the sandbox has its own call_tool
 
     @property
     def workers_held(self) -> int:
@@ -161,16 +154,10 @@ class Programs:
         surviving = await self._surviving(run_id, room, deadline) if task_id is not None else None
         caller = RoomCaller(self.hub, room, pages_url, deadline=deadline,
                             run_id=surviving.run_id if surviving is not None else None)
-        self.running += 1
-        try:
-            result = await engine.run(code, self._tools_named(room, code), caller, on_call_finished=on_call_finished,
-                                      on_park=self._on_park(room, surviving), run_id=run_id)
-        finally:
-            await self._ended(run_id, surviving is not None)
-        # One line a program, beside its page calls' own.
-        log.info("program room=%s calls=%d outcome=%s duration=%.3fs", room, result.calls,
-                 result.error.kind if result.error is not None else "value", time.monotonic() - started)
-        return program_result(result)
+        return await self._running(lambda: engine.run(code, self._tools_named(room, code), caller,
+                                                      on_call_finished=on_call_finished,
+                                                      on_park=self._on_park(surviving), run_id=run_id),
+                                   room, run_id, surviving=surviving is not None, started=started)
 
     async def resume(self, claimed: ClaimedProgram, room: str) -> dict[str, Any]:
         """Go on with a program claimed from a stopped process (`claim`), as its task's run in `room`: its pending
@@ -193,16 +180,9 @@ class Programs:
                             sent=frozenset(claimed.sent))
         answers = {pending.call_id: caller.adopted(pending, claimed.sent[pending.call_id])
                    for pending in record.pending if pending.call_id in claimed.sent}
-        started = time.monotonic()
-        self.running += 1
-        try:
-            result = await engine.resume(record, answers, self._tools_named(room, record.code), caller,
-                                         on_park=self._on_park(room, run))
-        finally:
-            await self._ended(run.run_id, True)
-        log.info("program room=%s calls=%d outcome=%s duration=%.3fs resumed=1", room, result.calls,
-                 result.error.kind if result.error is not None else "value", time.monotonic() - started)
-        return program_result(result)
+        return await self._running(lambda: engine.resume(record, answers, self._tools_named(room, record.code),
+                                                         caller, on_park=self._on_park(run)),
+                                   room, run.run_id, surviving=True, started=time.monotonic(), resumed=True)
 
     async def orphans(self) -> list[str]:
         """The tasks whose program's process stopped, for this process to claim."""
@@ -227,9 +207,23 @@ class Programs:
         run = SurvivingRun(run_id, room, time.time() + deadline - asyncio.get_running_loop().time())
         return run if await self.survivors.started(run) else None
 
-    def _on_park(self, room: str, surviving: SurvivingRun | None) -> Callable[[ParkedProgram], None]:
+    async def _running(self, run: Callable[[], Awaitable[RunResult]], room: str, run_id: str, *, surviving: bool,
+                       started: float, resumed: bool = False) -> dict[str, Any]:
+        """`run()` (`CodeMode.run` or `resume`) as a run in progress, then logged; its CallToolResult."""
+        self.running += 1
+        try:
+            result = await run()
+        finally:
+            await self._ended(run_id, surviving)
+        # One line a program, beside its page calls' own.
+        log.info("program room=%s calls=%d outcome=%s duration=%.3fs%s", room, result.calls,
+                 result.error.kind if result.error is not None else "value", time.monotonic() - started,
+                 " resumed=1" if resumed else "")
+        return program_result(result)
+
+    def _on_park(self, surviving: SurvivingRun | None) -> Callable[[ParkedProgram], None]:
         def parked(record: ParkedProgram) -> None:
-            self.parked.parked(room, record)
+            self.parked.parked(record)
             if surviving is not None and self.survivors is not None:
                 self.survivors.parked(surviving, record)
         return parked
@@ -265,15 +259,13 @@ class Programs:
         more the more stubs it reads (~80 ms for 1,000), while a program can only call, as a function, a name it
         writes. Any other tool is still reached with `call_tool(name, arguments)`."""
         room = self.hub.room(room_name)
-        meta = {d["name"]: d["inputSchema"] for d in self.hub.meta.definitions
-                if d["name"] not in (self.config.tool_name, CALL_TOOL)}  # the sandbox has its own call_tool
         tools: dict[str, Any] = {}
         for name in set(_NAME.findall(code)):
             tool = room.named(name)
             if tool is not None:
                 tools[name] = tool.definition.inputSchema
-            elif name in meta:
-                tools[name] = meta[name]
+            elif name in self._meta_schemas:
+                tools[name] = self._meta_schemas[name]
         return tools
 
 
@@ -286,11 +278,10 @@ class RoomCaller:
     A surviving run's (`run_id`) page calls are marked as its own as they are sent; a call its processes sent
     before this one took it over (`sent`, by the sandbox's id) is never sent again: it reads "outcome unknown"."""
 
-    def __init__(self, hub: Hub, room: str, pages_url: Callable[[], str], *, deadline: float | None = None,
+    def __init__(self, hub: Hub, room: str, pages_url: Callable[[], str], *, deadline: float,
                  run_id: str | None = None, sent: frozenset[int] = frozenset()) -> None:
         self.hub, self.room, self.pages_url = hub, room, pages_url
-        self.deadline = deadline if deadline is not None else hub.calls.clock().deadline
-        self.run_id, self.sent = run_id, sent
+        self.deadline, self.run_id, self.sent = deadline, run_id, sent
 
     async def __call__(self, name: str, arguments: dict[str, Any]) -> Any:
         program_call = None
@@ -313,8 +304,7 @@ class RoomCaller:
     async def adopted(self, pending: PendingCall, sent: SentCall) -> Any:
         """The answer to a call the program's stopped process sent, taken over here; `AnswerLost` when it no
         longer waits at its page."""
-        if self.run_id is None:
-            raise AnswerLost()
+        assert self.run_id is not None  # a resumed run's (`Programs.resume`)
         outcome = await self.hub.adopt(sent.session_id, sent.call_id, pending.name, pending.arguments,
                                        run_id=self.run_id, asked=NO_INPUT, clock=self._clock())
         if outcome is None:
@@ -333,9 +323,9 @@ def _value(name: str, tool: Tool | None, outcome: Outcome) -> Any:
     if outcome.error is not None:
         raise ToolError(outcome.error)
     if tool is not None and tool.definition.outputSchema is not None:
-        problem = tool.result_errors(to_call_tool_result(outcome, structured_may_be_any_json=True))
-        if problem is not None:
-            raise ToolError(f"The page's result for {name} does not match its output schema: {problem}")
+        mismatch = tool.result_mismatch(to_call_tool_result(outcome, structured_may_be_any_json=True), name)
+        if mismatch is not None:
+            raise ToolError(mismatch)
     return outcome.result
 
 

@@ -377,9 +377,9 @@ class RoomServer:
         result = to_call_tool_result(outcome, structured_may_be_any_json=modern)
         if outcome.kind in ("result", "error") and self.room.marks_result(tool):  # the page's words, not the bridge's
             result = marked_result(result)
-        problem = tool.result_errors(result)
-        if problem is not None:
-            result = error_result(f"The page's result for {tool.key} does not match its output schema: {problem}")
+        mismatch = tool.result_mismatch(result, tool.key)
+        if mismatch is not None:
+            result = error_result(mismatch)
         elif not shaped_here(outcome):
             result = self._result(result).model_dump(mode="json", by_alias=True, exclude_none=True)
         result = cut(result, self.settings.result_max_chars, structured_repeats_text=shaped_here(outcome),

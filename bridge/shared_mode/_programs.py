@@ -29,6 +29,7 @@ from typing import Any, cast
 from redis.exceptions import RedisError
 
 from bridge.code_mode import ParkedProgram
+from bridge.code_mode.parked import expect_str
 from bridge.core.surviving_programs import ClaimedProgram, SentCall, SurvivingRun
 from bridge.shared_mode import _scripts as scripts
 from bridge.shared_mode._link import RedisLink
@@ -97,20 +98,22 @@ class RedisPrograms:
                                "deadline_at": run.deadline_at, "record": record.to_json()}, ensure_ascii=False)
         self._latest[run.run_id] = envelope, self._seal(self._key, envelope)
         if run.run_id not in self._writers:
-            writer = asyncio.get_running_loop().create_task(self._write_latest(run.run_id))
-            self._writers[run.run_id] = writer
-            writer.add_done_callback(lambda _: self._writers.pop(run.run_id, None))
+            self._writers[run.run_id] = asyncio.get_running_loop().create_task(self._write_latest(run.run_id))
 
     async def _write_latest(self, run_id: str) -> None:
-        """Write the run's records in order, only the last of those that piled up meanwhile."""
-        while (latest := self._latest.pop(run_id, None)) is not None:
-            try:
-                if not await self._write(keys=[self.link.program(run_id), self._index],
-                                         args=[self.process_id, *latest, self.ttl_ms, run_id]):
-                    log.warning("program %s: another process goes on with it; its record is not written here",
-                                run_id[:8])
-            except RedisError as exc:
-                log.warning("program %s: its record did not reach Redis (%s)", run_id[:8], exc)
+        """Write the run's records in order, only the last of those that piled up meanwhile. The writer leaves
+        `_writers` in the same step that finds no record left, so a record parked after it gets a writer."""
+        try:
+            while (latest := self._latest.pop(run_id, None)) is not None:
+                try:
+                    if not await self._write(keys=[self.link.program(run_id), self._index],
+                                             args=[self.process_id, *latest, self.ttl_ms, run_id]):
+                        log.warning("program %s: another process goes on with it; its record is not written here",
+                                    run_id[:8])
+                except RedisError as exc:
+                    log.warning("program %s: its record did not reach Redis (%s)", run_id[:8], exc)
+        finally:
+            self._writers.pop(run_id, None)
 
     async def ended(self, run_id: str) -> None:
         writer = self._writers.get(run_id)
@@ -162,8 +165,8 @@ class RedisPrograms:
             data = json.loads(envelope)
             if data.get("format") != ENVELOPE_FORMAT or data.get("run_id") != run_id:
                 raise ValueError(f"not this run's record (format {data.get('format')!r})")
-            run = SurvivingRun(run_id, _text(data["room"]), float(data["deadline_at"]))
-            record = ParkedProgram.from_json(_text(data["record"]))
+            run = SurvivingRun(run_id, expect_str(data["room"]), float(data["deadline_at"]))
+            record = ParkedProgram.from_json(expect_str(data["record"]))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return ClaimedProgram(run_id, problem=f"its record cannot be read: {exc}", sent=sent)
         return ClaimedProgram(run_id, run, record, record.version_problem(), sent)
@@ -184,14 +187,9 @@ def _sent_calls(marks: list[str]) -> dict[int, SentCall]:
             continue  # no call of the sandbox's
         try:
             call: dict[str, Any] = json.loads(value)
-            sent[int(field)] = SentCall(_text(call["call"]), _text(call["sid"]))
+            sent[int(field)] = SentCall(expect_str(call["call"]), expect_str(call["sid"]))
         except (ValueError, KeyError, TypeError):
             log.warning("a malformed mark of a program's call: %.200s", value)
             sent[int(field)] = SentCall("", "")  # no such call or page: its answer reads as lost
     return sent
 
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, found {type(value).__name__}")
-    return value

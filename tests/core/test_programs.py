@@ -72,7 +72,7 @@ def test_the_type_check_reads_the_stubs_of_the_tools_a_program_names_only():
 
 async def test_a_programs_call_is_refused_before_any_page_hears_of_it():
     hub = shop_hub()
-    caller = RoomCaller(hub, "default", pages_url=lambda: "http://127.0.0.1:8765/")
+    caller = RoomCaller(hub, "default", pages_url=lambda: "http://127.0.0.1:8765/", deadline=hub.calls.clock().deadline)
     with pytest.raises(ToolError, match=r"^Unknown tool: get_ordr\. Did you mean \"get_order\"\?"):
         await caller("get_ordr", {})
     with pytest.raises(ToolError, match="run_code cannot run inside a program"):
@@ -92,7 +92,7 @@ async def test_with_code_mode_off_run_code_is_no_tool():
     hub = Hub(HubConfig(code=dataclasses.replace(CODE, mode="off")))
     assert "run_code" not in [d["name"] for d in hub.meta.definitions] and list(hub.meta.names) == [
         "tool_search", "tool_describe", "call_tool"]
-    caller = RoomCaller(hub, "default", pages_url=lambda: "http://127.0.0.1:8765/")
+    caller = RoomCaller(hub, "default", pages_url=lambda: "http://127.0.0.1:8765/", deadline=hub.calls.clock().deadline)
     with pytest.raises(ToolError, match="Unknown tool: run_code"):
         await caller("run_code", {"code": "1"})
 
@@ -113,8 +113,8 @@ def test_parked_records_are_kept_until_their_run_ends():
     parked = ParkedHere()
     record = ParkedProgram(run_id="r1", code="1", snapshot=b"x", pending=(), calls_started=0, printed="",
                            printed_over=False, limits=Limits(), monty_version="0")
-    parked.parked("default", record)
-    parked.parked("default", dataclasses.replace(record, calls_started=2))  # parked again: the last record
+    parked.parked(record)
+    parked.parked(dataclasses.replace(record, calls_started=2))  # parked again: still one run
     assert len(parked) == 1
     parked.ended("r1")
     parked.ended("r1")

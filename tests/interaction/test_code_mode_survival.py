@@ -8,6 +8,7 @@ two processes racing to take a program over, one does."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -16,6 +17,7 @@ import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pydantic_monty
@@ -29,10 +31,12 @@ from support import PortOnly, eventually, free_port
 
 from bridge.code_mode import Limits, ParkedProgram, PendingCall
 from bridge.core.calls import ProgramCall
+from bridge.core.programs import Resumption
 from bridge.core.surviving_programs import ClaimedProgram, SentCall, SurvivingRun
 from bridge.core.tasks import Task
+from bridge.shared_mode import _scripts as scripts
 from bridge.shared_mode._link import PROGRAM_TAKEN_OVER
-from bridge.shared_mode._programs import SEAL_PURPOSE, UNSEALED
+from bridge.shared_mode._programs import ABANDONED, SEAL_PURPOSE, UNSEALED, RedisPrograms
 
 MONTY = pydantic_monty.__version__
 
@@ -381,3 +385,78 @@ async def test_a_program_redis_lost_with_its_data_is_written_again_by_its_proces
         store.parked(run, ParkedProgram.from_json(json.loads(envelope_of())["record"]))
         await store.ended(RUN)  # the record was written again, then the run ended
         assert await redis.hgetall(f"agui:program:{RUN}") == {"process": b.bridge.link.process_id, "ended": "1"}
+
+
+async def test_a_claimed_programs_calls_sent_after_its_record_are_cancelled_at_their_pages(redis_url):
+    """Its process stopped while the program computed past its last record: the call that record waits on is
+    taken over with the program; one sent after it would answer no one, so it is cancelled at its page."""
+    async with code_bridge(redis_url=redis_url) as b, redis_client(redis_url) as redis, served_page(b) as shop:
+        sid = shop.page.session_id
+        await until(lambda: redis.exists(f"agui:page:{sid}"))
+        for call_id in ("c_0", "c_1"):  # both still wait at the page, for the stopped process
+            await redis.hset(f"agui:call:{call_id}", mapping={"owner": STOPPED, "sid": sid, "run": RUN})
+        await left_by_a_stopped_process(redis, sealed_record(envelope_of())(  # waits on call 0
+            await b.bridge.mcp.tasks.shared.shared_secret()), {
+            "0": json.dumps({"call": "c_0", "sid": sid}), "1": json.dumps({"call": "c_1", "sid": sid})})
+        claimed = await b.bridge.programs.survivors.claim(RUN)
+        assert isinstance(claimed, ClaimedProgram) and claimed.problem is None
+        assert claimed.sent == {0: SentCall("c_0", sid), 1: SentCall("c_1", sid)}
+        await eventually(lambda: [(event["call_id"], event["reason"]) for event in shop.cancelled]
+                         == [("c_1", ABANDONED)])
+        assert await redis.hget("agui:call:c_0", "owner") == STOPPED and not await redis.exists("agui:call:c_1")
+
+
+async def test_a_claimed_program_is_resumed_in_its_records_room_only(redis_url):
+    async with code_bridge(redis_url=redis_url) as b, redis_client(redis_url) as redis:
+        await left_by_a_stopped_process(redis, sealed_record(envelope_of(room="elsewhere"))(
+            await b.bridge.mcp.tasks.shared.shared_secret()))
+        resumption = await b.bridge.programs.claim(RUN)
+        assert isinstance(resumption, Resumption) and resumption.claimed.problem is None
+        result = await resumption.run("default")
+        assert result["isError"] is True and result["structuredContent"]["error"] == {
+            "kind": "invalid", "message": "its bridge process stopped and it could not be resumed in another: its "
+                                         "record is of room 'elsewhere', not 'default'"}
+        assert not b.bridge.programs.started  # nothing was loaded into its sandbox: it never started
+        assert await redis.hgetall(f"agui:program:{RUN}") == {"process": b.bridge.link.process_id, "ended": "1"}
+
+
+async def test_a_record_parked_as_the_writer_of_the_one_before_finishes_is_written_all_the_same():
+    """A run's records are written one after another, by one writer at a time; one parked in the loop step
+    right after that writer wrote the last record it had gets a writer of its own, and is not left behind."""
+    written: list[int] = []  # the records written, by their calls_started
+
+    class OneStepRedis:
+        """Each script takes one loop step, as a round trip to Redis does."""
+
+        def register_script(self, source: str) -> Callable[..., Awaitable[int]]:
+            async def script(keys: list[str], args: list[Any]) -> int:
+                await asyncio.sleep(0)
+                if source == scripts.WRITE_PROGRAM:
+                    written.append(json.loads(json.loads(args[1])["record"])["calls_started"])
+                return 1
+            return script
+
+        def pipeline(self, transaction: bool) -> Any:
+            class Pipeline:
+                async def __aenter__(self) -> Any:
+                    return SimpleNamespace(hset=lambda *args: None, pexpire=lambda *args: None,
+                                           execute=lambda: asyncio.sleep(0))
+
+                async def __aexit__(self, *exc: object) -> None:
+                    return None
+            return Pipeline()
+
+    async def shared_secret() -> str:
+        return "the deployment's"
+
+    link = SimpleNamespace(redis=OneStepRedis(), process_id="p", prefix="agui:",
+                           program=lambda run_id, part="": f"agui:program:{run_id}{part}")
+    store, run = RedisPrograms(link, ttl=60, shared_secret=shared_secret), SurvivingRun(RUN, "default", 0.0)
+    record = ParkedProgram.from_json(json.loads(envelope_of())["record"])
+    assert await store.started(run)
+    store.parked(run, record)
+    while not written:
+        await asyncio.sleep(0)
+    store.parked(run, dataclasses.replace(record, calls_started=2))  # the writer of the first is just done
+    await store.ended(RUN)  # once its records' writes are done
+    assert written == [1, 2]
