@@ -23,6 +23,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from bridge._user_files import replace_whole
+
 NONCE_BYTES = 16
 NONCE = re.compile(r"[A-Za-z0-9_-]{16,128}")  # what a bridge answers: enough to be unguessable, not a payload
 
@@ -135,13 +137,7 @@ def _read_secret(path: Path) -> bytes | None:
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by this user only from its first byte, and whole or not at all."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(text)
-        os.replace(partial, path)
+        replace_whole(path, text.encode(), fsync=False)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            partial.unlink()
         raise ClaimUnusable(f"cannot write {path}: {exc.strerror}") from None

@@ -62,18 +62,28 @@ def rewrite(file: Path, text: str, private: bool) -> Rewritten:
         return Rewritten(file, None, mode, changed=False)
     backup = _backup(file, old) if old is not None else None
     file.parent.mkdir(parents=True, exist_ok=True)
+    replace_whole(file, data, mode)  # the client never reads half a file
+    return Rewritten(file, backup, mode, changed=True)
+
+
+def replace_whole(file: Path, data: bytes, mode: int | None = None, *, fsync: bool = True) -> None:
+    """Put `data` in `file`, whole or not at all: written to a temporary file beside it, made exclusively
+    under a random name and readable by the owner only from its first byte, then given `mode` (if any;
+    never looser on the way) and renamed over `file`. `fsync`: on the disk before the rename. The
+    temporary file is removed if anything fails; the error is raised."""
     descriptor, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as out:
             out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)  # mkstemp made it 0600: the mode it is given is never looser on the way
-        os.replace(temporary, file)  # the client never reads half a file
+            if fsync:
+                out.flush()
+                os.fsync(out.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)  # mkstemp made it 0600
+        os.replace(temporary, file)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return Rewritten(file, backup, mode, changed=True)
 
 
 def _mode(file: Path, private: bool) -> int:

@@ -129,7 +129,7 @@ class Bridge:
         self.link = link
         # Agents' programs (code mode): the sandbox's workers start with the first one, within the lifespan. In
         # shared mode a task's program outlives its process: another one resumes it.
-        code = self.settings.code_config()
+        code = self.hub.config.code
         self.programs = Programs(self.hub, code, survivors=surviving_programs if code.on else None,
                                  pages_url=lambda room: self.mcp.pages_url(room))
         self.mcp = McpRooms(self.hub, self.settings, shared_tasks, shared_marks, self.programs)
@@ -139,6 +139,7 @@ class Bridge:
         self.agui = AguiEndpoint(self.hub, self.settings, origins, attempts)
         self.hosts = TrustedHosts(self.settings)
         self.claim = PortClaim()  # proves to stdio processes that this bridge is their user's (bridge._port_claim)
+        self.cli = client_config.executable()  # the demo page's config command names this installation
         # Requests without Origin skip the middleware stack and the router (their work on every request,
         # their frames held by every open connection): agents' MCP requests, page WebSockets and
         # same-origin event streams. The origin policies the router applies are for browsers.
@@ -210,7 +211,7 @@ class Bridge:
                 return refusal
             state = {"version": __version__} | self.hub.state()  # a stdio agent tells a bridge from another server
             state["programs"] = self.programs.state()
-            state["cli"] = client_config.executable()  # the demo page's config command names this installation
+            state["cli"] = self.cli
             for room in state["rooms"]:
                 room["agents"] = self.mcp.agents(room["name"])
             return JSONResponse(state)

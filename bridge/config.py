@@ -226,6 +226,11 @@ def _count(minimum: int) -> tuple[Callable[[int], bool], str]:
     return (lambda value: value >= minimum), f"a whole number of at least {minimum}"
 
 
+def _one_of(*choices: str) -> tuple[Callable[[str], bool], str]:
+    said = " or ".join(choices) if len(choices) == 2 else f"one of {', '.join(choices)}"
+    return (lambda value: value in choices), said
+
+
 _META_TOOL_NAME = (_matches(_TOOL_NAME), "a tool name: 1 to 128 letters, digits, '_', '.' or '-'")
 # What each setting takes, where its type alone does not say; other numbers take _TYPE_RULES.
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -241,7 +246,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "describe_tool_name": _META_TOOL_NAME,
     "call_tool_name": _META_TOOL_NAME,
     "code_tool_name": _META_TOOL_NAME,
-    "code_mode": ((lambda value: value in ("on", "off")), "on or off"),
+    "code_mode": _one_of("on", "off"),
     "allowed_origins": (_listed(_ORIGIN), "comma-separated origins such as http://localhost:* or https://app.example "
                                           "(scheme://host[:port], '*' for any port), or null"),
     "agent_origins": (_listed(_ORIGIN), "comma-separated origins such as https://inspector.example "
@@ -249,8 +254,8 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "public_hosts": (_listed(_HOST), "comma-separated host names, each with an optional :port or :*"),
     "room_tokens": (_room_tokens, f"comma-separated room=token pairs (a room name is {ROOM_NAME_RULE})"),
     "room": (_matches(ROOM_NAME), f"a room name: {ROOM_NAME_RULE}"),
-    "log_level": ((lambda value: value in LOG_LEVELS), f"one of {', '.join(LOG_LEVELS)}"),
-    "meta_tools": ((lambda value: value in ("always", "search-mode")), "always or search-mode"),
+    "log_level": _one_of(*LOG_LEVELS),
+    "meta_tools": _one_of("always", "search-mode"),
 }
 _TYPE_RULES: dict[type, tuple[Callable[[Any], bool], str]] = {float: _seconds(), int: _count(1)}
 

@@ -260,29 +260,33 @@ HOLDER_WAIT_SECONDS = 10
 PORT_POLL_SECONDS = 0.2
 
 
+async def _probe(settings: Settings) -> Holder | None:
+    """The bridge of this user holding the port (see `holder_of`)."""
+    return await holder_of(settings.public_url.rstrip("/"), settings.agent_token)
+
+
 async def _holder(settings: Settings) -> Holder | None:
     try:
-        return await holder_of(settings.public_url.rstrip("/"), settings.agent_token)
+        return await _probe(settings)
     except UpstreamRefused as exc:
         raise UnusableSettings(str(exc)) from None
 
 
-async def _serve_through_the_holder(settings: Settings, relay: Relay, holder: Holder | None,
+async def _serve_through_the_holder(settings: Settings, relay: Relay, holder: Holder,
                                     ready: Callable[[RunningServer], None] | None) -> None:
     """The agent's messages go to the bridge holding the port (`holder`); when it stops, this process
     takes the port (or follows whichever bridge took it), until the agent closes stdin."""
     base = settings.public_url.rstrip("/")
     mcp_url = base + ("/mcp" if settings.room == "default" else f"/rooms/{settings.room}/mcp")
     while True:
-        if holder is not None:
-            log.warning("port %d is held by agui-mcp-bridge %s: this agent is served through it (the same rooms, "
-                        "pages and tools; demo %s/)", settings.port, holder.version, base)
-            async with AsyncExitStack() as upstream:
-                lost = await relay.through(await http_upstream(upstream, holder, mcp_url, settings.agent_token),
-                                           gone=partial(holder_gone, holder, base))
-            if not lost:
-                return  # the agent closed stdin
-            log.warning("the bridge on port %d stopped; this agent's calls in flight got an error", settings.port)
+        log.warning("port %d is held by agui-mcp-bridge %s: this agent is served through it (the same rooms, "
+                    "pages and tools; demo %s/)", settings.port, holder.version, base)
+        async with AsyncExitStack() as upstream:
+            lost = await relay.through(await http_upstream(upstream, holder, mcp_url, settings.agent_token),
+                                       gone=partial(holder_gone, holder, base))
+        if not lost:
+            return  # the agent closed stdin
+        log.warning("the bridge on port %d stopped; this agent's calls in flight got an error", settings.port)
         found = await PortSearch(settings).next_holder(relay)
         if isinstance(found, RunningServer):
             log.warning("this process now serves port %d", settings.port)
@@ -338,7 +342,7 @@ class PortSearch:
             except PortInUse:
                 pass
             try:
-                holder = await holder_of(self.settings.public_url.rstrip("/"), self.settings.agent_token)
+                holder = await _probe(self.settings)
             except UpstreamRefused as exc:
                 self.why_not = str(exc)
             else:

@@ -48,9 +48,8 @@ async def holder_of(url: str, agent_token: str) -> Holder | None:
     user (bridge._proven_client); None when nothing answers there as a server would. Nothing this agent
     says, its token included, goes to a server before it has proved that."""
     where, holder = httpx2.URL(url), Holder()
-    headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else {}
     try:
-        async with proven_client(holder, headers, timeout=3) as http:
+        async with proven_client(holder, _authorization(agent_token), timeout=3) as http:
             response = await http.get(url + "/api/state")
     except httpx2.HTTPError as exc:
         if (failed := not_proven(exc)) is None:
@@ -62,6 +61,11 @@ async def holder_of(url: str, agent_token: str) -> Holder | None:
         raise UpstreamRefused("the bridge holding the port needs its agent token: pass --agent-token "
                               "(or AGUI_BRIDGE_AGENT_TOKEN) to this stdio command too")
     return holder
+
+
+def _authorization(agent_token: str) -> dict[str, str]:
+    """The headers that pass the agent token to the bridge (none without a token)."""
+    return {"Authorization": f"Bearer {agent_token}"} if agent_token else {}
 
 
 class Relay:
@@ -183,7 +187,6 @@ def _routing_headers(message: types.JSONRPCMessage) -> ClientMessageMetadata | N
 
 async def http_upstream(stack: AsyncExitStack, holder: Holder, mcp_url: str, agent_token: str) -> Upstream:
     """The MCP session with `holder`, over connections it proves each (bridge._proven_client)."""
-    headers = {"Authorization": f"Bearer {agent_token}"} if agent_token else None
-    http = await stack.enter_async_context(proven_client(holder, headers, upstream=True))
+    http = await stack.enter_async_context(proven_client(holder, _authorization(agent_token), upstream=True))
     read, write = await stack.enter_async_context(streamable_http_client(mcp_url, http_client=http))
     return read, write

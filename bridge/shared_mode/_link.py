@@ -322,7 +322,7 @@ class RedisLink(HubObserver):
         """Cancel a call at its page while it is still `owner`'s and `owner`'s heartbeat is gone (with
         `keep_programs`, unless a surviving program's, whose program waits for a process): 1 when cancelled,
         else the reason (see scripts.PUSH)."""
-        told = {"call_id": call_id, "outcome": {"result": None, "error": TAKEN_FOR_STOPPED, "kind": "unavailable"}}
+        told = _outcome_message(call_id, Outcome.failure("unavailable", TAKEN_FOR_STOPPED))
         return cast(int | str, await self._push_to(sid, messages.tool_cancel(call_id, reason),
                                                     stopped=(owner, told), keep_programs=keep_programs))
 
@@ -559,7 +559,7 @@ class RedisLink(HubObserver):
             raise LinkDown("page_gone", "The page that provides this tool went away before the call reached it.")
 
     async def adopt(self, session: PageSession, call_id: str, run_id: str) -> bool:
-        told = {"call_id": call_id, "outcome": {"result": None, "error": PROGRAM_TAKEN_OVER, "kind": "unavailable"}}
+        told = _outcome_message(call_id, Outcome.failure("unavailable", PROGRAM_TAKEN_OVER))
         try:
             adopted = await self._adopt(keys=[self._call(call_id), self.program(run_id)],
                                         args=[self.process_id, run_id, self.prefix, json.dumps(told)])
@@ -607,9 +607,7 @@ class RedisLink(HubObserver):
         self._asked.discard(call_id)
 
     async def answer(self, session: PageSession, call_id: str, outcome: Outcome) -> bool:
-        message = {"call_id": call_id, "outcome": {"result": outcome.result, "error": outcome.error,
-                                                   "kind": outcome.kind}}
-        return await self._send_reply(session, call_id, message, claim=True)
+        return await self._send_reply(session, call_id, _outcome_message(call_id, outcome), claim=True)
 
     async def note(self, session: PageSession, call_id: str, note: dict[str, Any]) -> bool:
         return await self._send_reply(session, call_id, {"call_id": call_id, "note": note}, claim=False)
@@ -666,3 +664,8 @@ class RedisLink(HubObserver):
             self._streamed.discard(sid)
             if self._live:
                 self._spawn(self._pubsub.unsubscribe(self._events(sid)), "stop following a page's events")
+
+
+def _outcome_message(call_id: str, outcome: Outcome) -> dict[str, Any]:
+    """How a call's end travels to the process that waits for it (read back as `Outcome(**message["outcome"])`)."""
+    return {"call_id": call_id, "outcome": {"result": outcome.result, "error": outcome.error, "kind": outcome.kind}}
