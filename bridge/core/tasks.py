@@ -160,10 +160,7 @@ class TaskTable:
                 self._drop(next(iter(share.ended)), before_its_time=True)
         now = self._clock()
         task = Task(secrets.token_urlsafe(16), owner, room, tool, now, self.ttl, self.poll_interval, now)
-        self._tasks[task.task_id] = task
-        self._bytes[task.task_id] = 0
-        for share in self._shares_of(task):
-            share.tasks += 1
+        self._keep(task)
         return task
 
     def adopt(self, task: Task) -> None:
@@ -173,10 +170,7 @@ class TaskTable:
         if task.task_id in self._tasks:
             return
         newest = next(reversed(self._tasks.values()), None)
-        self._tasks[task.task_id] = task
-        self._bytes[task.task_id] = 0
-        for share in self._shares_of(task):
-            share.tasks += 1
+        self._keep(task)
         if newest is not None and newest.expires_at() > task.expires_at():  # kept in expiry order
             self._tasks = OrderedDict(sorted(self._tasks.items(), key=lambda item: item[1].expires_at()))
 
@@ -283,13 +277,20 @@ class TaskTable:
     def _set(self, task: Task, status: str, *, status_message: str | None) -> None:
         task.status, task.status_message, task.updated_at = status, status_message, self._clock()
 
+    def _keep(self, task: Task) -> None:
+        """Kept from now on, counted under its bounds (keeping nothing yet)."""
+        self._tasks[task.task_id] = task
+        self._bytes[task.task_id] = 0
+        for share in self._shares_of(task):
+            share.tasks += 1
+
     def _shares_of(self, task: Task) -> list[_Share]:
-        return [self._shares.setdefault(key, _Share()) for key in (("agent", task.owner), ("room", task.room), _ALL)]
+        return [self._shares.setdefault(key, _Share()) for key in _share_keys(task)]
 
     def _drop(self, task_id: str, *, before_its_time: bool) -> None:
         task = self._tasks.pop(task_id)
         size = self._bytes.pop(task_id)
-        for key in (("agent", task.owner), ("room", task.room), _ALL):
+        for key in _share_keys(task):
             share = self._shares[key]
             share.tasks -= 1
             share.kept_bytes -= size
@@ -306,6 +307,11 @@ class TaskTable:
             if oldest.expires_at() > now:
                 return
             self._drop(oldest.task_id, before_its_time=False)
+
+
+def _share_keys(task: Task) -> tuple[tuple[str, str], ...]:
+    """The shares a task counts under: its agent's, its room's, the whole table's."""
+    return ("agent", task.owner), ("room", task.room), _ALL
 
 
 def _json_bytes(value: Any) -> int:

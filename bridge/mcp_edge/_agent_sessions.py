@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Message, Scope, Send
 
+from bridge.mcp_edge._plain_calls import PROTOCOL_VERSION_HEADER, header
+
 SESSION_HEADER = b"mcp-session-id"
-PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
 
 
 @dataclass(slots=True)
@@ -44,7 +45,7 @@ class SessionRequest:
             self.status = message["status"]
             if self.session_id is None and self.status == 200:
                 # Known before the agent can name it: its next request may begin before this one ends.
-                opened = _header(message["headers"], SESSION_HEADER)
+                opened = header(message["headers"], SESSION_HEADER)
                 if opened is not None:
                     self._sessions.opened(opened)
         await self._send(message)
@@ -69,8 +70,8 @@ class AgentSessions:
     def started(self, scope: Scope, send: Send) -> SessionRequest | None:
         """A request to the room's endpoint begins; None for a 2026-07-28 one, which concerns no session."""
         headers = scope["headers"]
-        session_id = _header(headers, SESSION_HEADER)
-        if session_id is None and (_header(headers, PROTOCOL_VERSION_HEADER) or "") in MODERN_PROTOCOL_VERSIONS:
+        session_id = header(headers, SESSION_HEADER)
+        if session_id is None and (header(headers, PROTOCOL_VERSION_HEADER) or "") in MODERN_PROTOCOL_VERSIONS:
             return None
         request = SessionRequest(self, scope, session_id, send)
         if session_id is not None and (session := self._open.get(session_id)) is not None:
@@ -82,9 +83,7 @@ class AgentSessions:
     def finished(self, request: SessionRequest) -> bool:
         """The request is over; True if it ended its session (a DELETE the SDK took)."""
         ended = request.method == "DELETE" and request.status == 200
-        session_id = request.session_id
-        session = self._open.get(session_id) if session_id is not None else None
-        if session_id is not None and session is not None:
+        if (session_id := request.session_id) is not None and (session := self._open.get(session_id)) is not None:
             if request.counted:
                 session.requests -= 1
             session.last_seen = time.monotonic()
@@ -96,7 +95,3 @@ class AgentSessions:
         """Sessions with a request being answered, or one answered within `active_seconds`."""
         since = time.monotonic() - self.active_seconds
         return sum(1 for s in self._open.values() if s.requests or s.last_seen >= since)
-
-
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
-    return next((value.decode("latin-1") for key, value in headers if key == name), None)

@@ -63,10 +63,13 @@ class PeekedRequest:
 
 def may_ask_for_plain_call(scope: Scope) -> bool:
     """Whether a request could be a 2026-07-28 call (cheap: headers only, nothing read)."""
-    if scope["method"] != "POST":
-        return False
-    version = next((v for k, v in scope["headers"] if k == PROTOCOL_VERSION_HEADER), b"")
-    return version.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+    return (scope["method"] == "POST"
+            and (header(scope["headers"], PROTOCOL_VERSION_HEADER) or "") in MODERN_PROTOCOL_VERSIONS)
+
+
+def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """An ASGI request's or response's header by its lower-case name, or None."""
+    return next((value.decode("latin-1") for key, value in headers if key == name), None)
 
 
 def is_plain_call(request: PeekedRequest) -> bool:

@@ -166,13 +166,13 @@ class PageTasks(Extension):
                                      "extension in the request's client capabilities.")
         return False
 
-    async def start(self, ctx: ServerRequestContext, room: str, tool: str, task_support: str,
+    async def start(self, owner: str, room: str, tool: str, task_support: str,
                     run: RunCall) -> dict[str, Any] | None:
-        """Creates the task, starts the call, and answers with the task (CreateTaskResult) once any
-        process would find it. When no task can be kept now, an "optional" tool runs without one
-        (None), a "required" one is refused."""
+        """Creates the task of `owner` (`owner_of` the call's agent), starts the call, and answers with the
+        task (CreateTaskResult) once any process would find it. When no task can be kept now, an "optional"
+        tool runs without one (None), a "required" one is refused."""
         try:
-            task = self.table.create(owner=owner_of(ctx), room=room, tool=tool)
+            task = self.table.create(owner=owner, room=room, tool=tool)
         except TooManyTasks as exc:
             if task_support == "optional":
                 return None
@@ -235,12 +235,15 @@ class PageTasks(Extension):
     # --- runs that outlive their process ----------------------------------------------------
 
     async def adopting(self, interval: float) -> None:
-        """Every `interval` seconds, go on here with the runs whose process stopped (until cancelled)."""
+        """Every `interval` seconds, go on here with the runs whose process stopped (until cancelled). Run only
+        when runs survive their process (`McpRooms.running`)."""
+        survivors = self.survivors
+        assert survivors is not None
         failing = False
         while True:
             await asyncio.sleep(interval)
             try:
-                for task_id in await self.survivors.orphans() if self.survivors is not None else []:
+                for task_id in await survivors.orphans():
                     await self._adopt(task_id)
             except Exception as exc:  # Redis away: tried again at the next round, said once
                 if not failing:
@@ -249,16 +252,19 @@ class PageTasks(Extension):
             else:
                 failing = False
 
-    async def _adopt(self, task_id: str) -> bool:
+    async def _adopt(self, task_id: str, task: Task | None = None) -> bool:
         """Claim the run of a task whose process stopped, and go on with it here; whether it goes on (here, or
-        in the living process that claimed it first)."""
-        if self.survivors is None or self.shared is None:
+        in the living process that claimed it first). `task`: as already read from the shared store, else
+        read once its run is claimed."""
+        if self.survivors is None:  # then there is no shared store either (__init__)
             return False
         claimed = await self.survivors.claim(task_id)
         if isinstance(claimed, bool):
             return claimed
-        stored = await self.shared.load(task_id)
-        task = stored[0] if stored is not None else None
+        if task is None:
+            assert self.shared is not None
+            stored = await self.shared.load(task_id)
+            task = stored[0] if stored is not None else None
         if task is None or task.terminal or task.expires_at() <= time.time():
             await claimed.drop()  # its task ended (or expired) before its process stopped
             return False
@@ -287,9 +293,10 @@ class PageTasks(Extension):
         named = ctx.request.headers.get("mcp-name") if ctx.request is not None else None
         if ctx.request is not None and named != params.taskId:
             raise MCPError(HEADER_MISMATCH, "The Mcp-Name header must equal params.taskId.")
-        task = self.table.get(params.taskId, owner=owner_of(ctx), room=room)
+        owner = owner_of(ctx)
+        task = self.table.get(params.taskId, owner=owner, room=room)
         if task is None and self.shared is not None:  # made by another process
-            task = await self._stored(self.shared, params.taskId, owner=owner_of(ctx), room=room)
+            task = await self._stored(self.shared, params.taskId, owner=owner, room=room)
         if task is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown task {params.taskId!r} (never created, or expired).")
         return task
@@ -301,7 +308,7 @@ class PageTasks(Extension):
         task, running = stored if stored is not None else (None, False)
         task = self.table.readable(task, owner=owner, room=room)
         if task is not None and not running and not task.terminal:
-            if await self._adopt(task_id):
+            if await self._adopt(task_id, task):
                 return self.table.known(task_id) or task
             self.table.failed(task, types.INTERNAL_ERROR, PROCESS_STOPPED)
             await shared.save(task)

@@ -191,9 +191,8 @@ class RoomServer:
         listing, names, room = self.room.listing(), self.hub.meta.names, self.room.name
         notice = f" {AGENT_NOTICE}" if self.room.policy.mark_page_text else ""  # told before any tool comes
         if not len(self.room):
-            page = self.public_url() + ("" if room == "default" else f"?room={room}")
             text = (f"No web page has connected to room '{room}' yet, so it has no tools yet. Ask the user to open "
-                    f"{page} (or their app's page that uses this bridge) in a browser.")
+                    f"{room_page(self.public_url(), room)} (or their app's page that uses this bridge) in a browser.")
             if self._lists_meta_tools(listing):
                 text += (f" Then use {names.search} to find the page's tools and call them by name or through "
                          f"{names.call}: there is no need to list tools again.")
@@ -251,19 +250,20 @@ class RoomServer:
         if not isinstance(route, Invoke):  # a meta-tool's own answer
             return _as_built(route)
         tool, arguments = route.tool, route.arguments
-        retry = answers_in(ctx, room=self.room.name, agent=owner_of(ctx))
+        owner = owner_of(ctx)  # the agent, as its credential names it
+        retry = answers_in(ctx, room=self.room.name, agent=owner)
         asked = {"client_capabilities": client_capabilities(ctx), **(retry.asked if retry else {})}
         if retry is not None:
             await spend(retry, self.used_states)
         asks_first = tool.definition.inputBeforeTask and "input_responses" not in asked
         if self.tasks is not None and self.tasks.wants_task(ctx, tool.task_support, asks_first=asks_first):
-            task = await self.tasks.start(ctx, self.room.name, tool.key, tool.task_support,
+            task = await self.tasks.start(owner, self.room.name, tool.key, tool.task_support,
                                           lambda task, answers: self._task_step(tool, arguments, asked | answers))
             if task is not None:  # else no task can be kept now, and the tool may run without one
                 return task
         # A task's call outlives its request; any other ends with it (see bridge.mcp_edge._answer_streams).
         with AnswerStream.of(ctx.request).within():
-            return await self._call_in_rounds(ctx, tool, arguments, asked)
+            return await self._call_in_rounds(ctx, tool, arguments, asked, owner)
         return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
 
     async def _run_program(self, ctx: ServerRequestContext, name: str, code: str) -> dict[str, Any]:
@@ -274,7 +274,7 @@ class RoomServer:
         run = partial(self.programs.run, self.room.name, code, pages_url=lambda: self._pages_url(ctx))
         if self.tasks is not None and self.tasks.wants_task(ctx, "optional"):
             # The task's id is its program's run id: in shared mode the program outlives this process.
-            task = await self.tasks.start(ctx, self.room.name, name, "optional",
+            task = await self.tasks.start(owner_of(ctx), self.room.name, name, "optional",
                                           lambda task, answers: run(task_id=task.task_id))
             if task is not None:  # else no task can be kept now, and the program runs without one
                 return task
@@ -289,10 +289,10 @@ class RoomServer:
         return _as_built(error_result(NOBODY_WAITS))  # the request was over: this reaches no one
 
     async def _call_in_rounds(self, ctx: ServerRequestContext, tool: Tool, arguments: dict[str, Any],
-                              asked: dict[str, Any]) -> dict[str, Any]:
+                              asked: dict[str, Any], owner: str) -> dict[str, Any]:
         """The page's call, and in the handshake era each of its input requests put to the agent's client
         and the page called again with the answers: all within one clock (the call timeout) and one run of
-        progress values."""
+        progress values. `owner`: the agent (`owner_of`), whose input requests' state names it."""
         clock, progress = self.hub.calls.clock(), MonotonicProgress()
         for _ in range(INPUT_ROUNDS_MAX):
             outcome = await self._page_outcome(ctx, tool, arguments, asked, clock, progress)
@@ -302,7 +302,7 @@ class RoomServer:
                 shaped = self._shaped(tool, outcome, modern=modern(ctx))
                 return {**shaped, "resultType": "complete"} if modern(ctx) else shaped  # 2026-07-28 says what it is
             if modern(ctx):
-                return input_required(outcome.result, room=self.room.name, agent=owner_of(ctx))
+                return input_required(outcome.result, room=self.room.name, agent=owner)
             ask = partial(self._answers_of_the_agent, ctx, outcome.result["inputRequests"], progress)
             answers = await self.hub.ask_agent(tool, arguments, clock, ask)
             if isinstance(answers, Outcome):  # the call timed out, or an operator cancelled it, meanwhile
@@ -316,16 +316,9 @@ class RoomServer:
         that asked for progress hears it tick meanwhile, as while the page works."""
         if progress_token_from_params(ctx.params) is None:
             return await ask_client(ctx, requests)
-        async with anyio.create_task_group() as ticking:
-            ticking.start_soon(self._keep_alive, ctx, progress)
-            answers = await ask_client(ctx, requests)
-            ticking.cancel_scope.cancel()
-        return answers
-
-    async def _keep_alive(self, ctx: ServerRequestContext, progress: MonotonicProgress) -> None:
-        while True:
-            await anyio.sleep(self.settings.progress_interval)
-            await ctx.session.report_progress(*progress.tick(WAITING_FOR_THE_AGENT))
+        # No notes come while the agent is asked: only the keep-alive ticks.
+        return await self._relaying_notes(ctx, lambda _: ask_client(ctx, requests), progress, True, frozenset(),
+                                          WAITING_FOR_THE_AGENT)
 
     async def _task_step(self, tool: Tool, arguments: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
         """One round of a task's call: its result (wire JSON), or InputNeeded."""
@@ -389,8 +382,8 @@ class RoomServer:
 
     def _pages_url(self, ctx: ServerRequestContext) -> str:
         """Where a person opens a page for this room: the bridge's own demo, behind any mount prefix."""
-        base = str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url
-        return base if self.room.name == "default" else f"{base}?room={self.room.name}"
+        return room_page(str(ctx.request.base_url) if ctx.request is not None else self.settings.public_url,
+                         self.room.name)
 
     async def _relaying_notes(self, ctx: ServerRequestContext, work: Callable[[NoteSink], Awaitable[T]],
                               progress: MonotonicProgress, wants_progress: bool, log_levels: frozenset[str],
@@ -432,6 +425,11 @@ class RoomServer:
         except ValidationError as exc:
             return types.CallToolResult.model_validate(
                 error_result(f"The page returned a malformed MCP result: {validation_summary(exc)}"))
+
+
+def room_page(base: str, room: str) -> str:
+    """Where a person opens a page of `room`, given where the bridge's demo page is served."""
+    return base if room == "default" else f"{base}?room={room}"
 
 
 def _as_built(result: dict[str, Any]) -> dict[str, Any]:

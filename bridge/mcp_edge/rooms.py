@@ -35,7 +35,7 @@ from bridge.mcp_edge._plain_calls import (
     may_ask_for_plain_call,
 )
 from bridge.mcp_edge._tasks import PageTasks, SharedTasks
-from bridge.mcp_edge.room_server import LEGACY_SESSIONS_MAX, RoomServer
+from bridge.mcp_edge.room_server import LEGACY_SESSIONS_MAX, RoomServer, room_page
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,11 @@ class McpRooms:
 
     def pages_url(self, room: str) -> str:
         """Where a person opens a page of `room`: the demo, as agents reach the bridge."""
-        base = self._public_url or self.settings.public_url
-        return base if room == "default" else f"{base}?room={room}"
+        return room_page(self._public_base(), room)
+
+    def _public_base(self) -> str:
+        """Where the demo page is served, as agents reach the bridge."""
+        return self._public_url or self.settings.public_url
 
     @property
     def served_rooms(self) -> frozenset[str]:
@@ -116,7 +119,7 @@ class McpRooms:
             if not self.hub.has_pages(room):
                 self._make_room_for_an_agent()
             self._servers[room] = RoomServer(self.hub, self.hub.hold_room(room), self.settings,
-                                             lambda: self._public_url or self.settings.public_url,
+                                             self._public_base,
                                              self.tasks, self.request_state, self.used_states, self.programs)
         return self._servers[room]
 
