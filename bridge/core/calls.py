@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.core.prose import cut_text
+
 # What a page says about a call before it ends: {"progress": [progress, total, message]} or {"log": {...}}.
 NoteSink = Callable[[dict[str, Any]], None]
 
@@ -243,9 +245,9 @@ class CallTable:
             call.on_note(note)
         return True
 
-    def close(self, call: Call, outcome: Outcome, *, remembered: bool = True) -> None:
-        """Forget a call (idempotent) and remember how it ended, unless (`remembered` False) it goes on
-        in another round."""
+    def close(self, call: Call, outcome: Outcome | None) -> None:
+        """Forget a call (idempotent) and remember how it ended (`outcome`); None when it did not end but goes
+        on in another round, which leaves no history."""
         if self._calls.pop(call.call_id, None) is None:
             return
         self._apart.pop(call.call_id, None)
@@ -255,7 +257,7 @@ class CallTable:
                 del counts[key]
         if not call.future.done():
             call.future.cancel()
-        if remembered:
+        if outcome is not None:
             self._ended.appendleft(EndedCall(call.call_id, call.room, call.session_id, call.tool_key,
                                              call.arguments, call.clock.started_at, time.monotonic() - call.started,
                                              outcome.kind, outcome.error))
@@ -272,7 +274,7 @@ ARGUMENTS_SHOWN = 200
 def _truncated(arguments: dict[str, Any]) -> str:
     """The arguments as the dashboard shows them: JSON, cut to a line."""
     text = json.dumps(arguments, ensure_ascii=False)
-    return text if len(text) <= ARGUMENTS_SHOWN else text[: ARGUMENTS_SHOWN - 1] + "…"
+    return cut_text(text, ARGUMENTS_SHOWN)
 
 
 class MonotonicProgress:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from bridge.core.defaults import DEFAULTS
 from bridge.core.messages import ToolDefinition, validation_summary
+from bridge.core.prose import cut_text
 from bridge.core.provenance import PROVENANCE_MARK, UNTRUSTED_CONTENT_META, as_told, hint_mark
 from bridge.schemas import page_schemas as schemas
 from bridge.schemas.page_schemas import SchemaLimits
@@ -132,7 +133,7 @@ class Tool:
         d = self.definition
         description = d.description
         if description_max_chars is not None and len(description) > description_max_chars:
-            description = description[: description_max_chars - 1].rstrip() + "…"
+            description = cut_text(description, description_max_chars, rstrip=True)
         listed: dict[str, Any] = {"name": self.key, "description": description, "inputSchema": d.inputSchema}
         if d.title is not None:
             listed["title"] = d.title
@@ -228,8 +229,9 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits(), re
         raise ValueError(validation_summary(exc)) from None
     if not TOOL_NAME.fullmatch(definition.name):
         raise ValueError("name: a tool name has no control characters")
+    reserved = folded_names(frozenset(reserved_names))
     _check_page_text("description", definition.description)
-    _check_page_text("title", definition.title, reserved_names)
+    _check_page_text("title", definition.title, reserved)
     if len(definition.description) > limits.max_description_chars:
         raise ValueError(f"description: {len(definition.description)} characters, over the limit of "
                          f"{limits.max_description_chars}")
@@ -247,7 +249,7 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits(), re
     if definition.annotations is not None:
         annotations = definition.annotations.model_dump(exclude_none=True)
         _check_free_json("annotations", annotations, limits.schema)
-        _check_page_text("annotations.title", definition.annotations.title, reserved_names)
+        _check_page_text("annotations.title", definition.annotations.title, reserved)
         for text in _texts(annotations):  # its other members' too
             _check_page_text("annotations", text)
     if definition.inputExamples:
@@ -262,15 +264,21 @@ def check_definition(raw: Any, limits: DefinitionLimits = DefinitionLimits(), re
     return definition
 
 
-def _check_page_text(field_name: str, text: str | None, reserved_names: Collection[str] = ()) -> None:
+@lru_cache(maxsize=8)
+def folded_names(names: frozenset[str]) -> frozenset[str]:
+    """`names` casefolded, made once per set (a room's reserved names, every title a page registers)."""
+    return frozenset(name.casefold() for name in names)
+
+
+def _check_page_text(field_name: str, text: str | None, reserved: frozenset[str] = frozenset()) -> None:
     """A page's text agents read beside its tool's name: it may not say what only the bridge says (which
-    page a tool comes from), nor be a title passing for one of the bridge's own tools (`reserved_names`)."""
+    page a tool comes from), nor be a title passing for one of the bridge's own tools (`reserved`, casefolded)."""
     if not text:
         return
     if PROVENANCE_MARK.search(text):
         raise ValueError(f"{field_name}: '[from page' is how the bridge tells agents which page a tool comes "
                          "from; a page's own text may not say it")
-    if text.strip().casefold() in {name.casefold() for name in reserved_names}:
+    if text.strip().casefold() in reserved:
         raise ValueError(f"{field_name}: {json.dumps(text.strip())} is the name of one of the bridge's own tools; "
                          "a page's tool may not take it as its title")
 
@@ -326,7 +334,7 @@ class Room:
         self.name = name
         self.policy = policy
         # A name passing for a meta-tool's whatever its case (`Tool_Search`) is no page's to take either.
-        self._reserved = frozenset(name.casefold() for name in policy.reserved_names)
+        self._reserved = folded_names(policy.reserved_names)
         self._sweep_later = sweep_later
         self._tools: dict[str, Tool] = {}  # by MCP name: the tool listed under it, in registration order
         # MCP name -> the other pages' tools listed under it: tabs of one app (the same definition from
@@ -612,10 +620,11 @@ class Room:
             doomed = list(offered.values())
         else:
             doomed = [t for n in dict.fromkeys(page_names) if (t := offered.get(n)) is not None]
-        freed, heirs = [], []
+        freed: list[str] = []
+        heirs: list[Tool] = []  # tools newly listed under a name: the index reads them again, in one batch
         for tool in doomed:
             del offered[tool.page_name]
-            key = self._leave(tool)
+            key = self._leave(tool, heirs)
             if key is not None:
                 freed.append(key)
                 former = self._promote(key, tool)
@@ -630,20 +639,26 @@ class Room:
             else:
                 self._index.retire(freed)
                 self._sweep_later(self)
-            self._index.add(heir.indexed() for heir in heirs)
+        if heirs:  # by the names they have now (a heir may have moved to a freed name since)
+            self._index.add([heir.indexed() for heir in {heir.key: heir for heir in heirs}.values()])
         if doomed:
             self._changed(tools=True)
         return doomed
 
-    def _leave(self, tool: Tool) -> str | None:
-        """Take a tool off the name it is listed under; returns that name when no page offers it any more."""
+    def _leave(self, tool: Tool, heirs: list[Tool] | None = None) -> str | None:
+        """Take a tool off the name it is listed under; returns that name when no page offers it any more.
+        A sharer listed in its stead whom the index must read again (another page title) joins `heirs`,
+        for the caller to index in one batch; without `heirs` it is indexed at once."""
         self._page_tools -= 1
         sharers = self._sharers.get(tool.key)
         if sharers:
             if self._tools[tool.key] is tool:
                 heir = self._tools[tool.key] = sharers.pop(0)
-                if heir.app != tool.app:
-                    self._index.add([heir.indexed()])  # the index reads the page's title too
+                if heir.app != tool.app:  # the index reads the page's title too
+                    if heirs is None:
+                        self._index.add([heir.indexed()])
+                    else:
+                        heirs.append(heir)
             else:
                 sharers.remove(tool)
             if not sharers:

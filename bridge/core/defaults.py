@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge.schemas import SchemaLimits
-
 
 @dataclass(frozen=True)
 class CodeConfig:
@@ -60,8 +58,10 @@ class HubConfig:
     max_calls_per_page: int = 100
     max_calls_per_room: int = 1000
     max_description_chars: int = 8192
-    max_schema_bytes: int = SchemaLimits.max_bytes
-    max_schema_depth: int = SchemaLimits.max_depth
+    # bridge.schemas.SchemaLimits' defaults, written as plain numbers so that reading the settings imports
+    # no JSON Schema machinery (tests/core/test_defaults.py checks they agree).
+    max_schema_bytes: int = 64 * 1024
+    max_schema_depth: int = 32
     # Tool search: deferred tools listed once found or called, at most; the semantic tier's model.
     max_activated: int = 20
     search_model: str = ""  # a fastembed model name; empty: lexical search only

@@ -39,6 +39,7 @@ from bridge.core.messages import (
 )
 from bridge.core.meta_tools import MetaToolNames, MetaTools, Route, UnknownTool
 from bridge.core.pages import Pages, TooManyRooms
+from bridge.core.prose import prose_list
 from bridge.core.room_names import room_name_problem
 from bridge.core.sessions import PageEvent, PageSession
 from bridge.schemas.definition_checks import Checks
@@ -502,7 +503,7 @@ class Hub:
         if not elsewhere:
             return None
         quoted = [json.dumps(name) for name in elsewhere[:ROOMS_NAMED]]
-        named = f"room {quoted[0]}" if len(quoted) == 1 else f"rooms {', '.join(quoted[:-1])} and {quoted[-1]}"
+        named = f"{'room' if len(quoted) == 1 else 'rooms'} {prose_list(quoted, 'and')}"
         others = " (and more)" if len(elsewhere) > ROOMS_NAMED else ""
         path = f"/rooms/{elsewhere[0]}/mcp" if elsewhere[0] != "default" else "/mcp"
         return (f"Pages are connected in {named}{others}: if this agent meant one of them, connect it to that room "
@@ -542,7 +543,7 @@ class Hub:
         (`calls.clock()`), which each of its rounds keeps: its start, and its deadline. `program_call`: the
         call is a program's that may be resumed by another process (see `ProgramCall`)."""
         started = time.monotonic()
-        asked_for, tool = tool.key, self._page_for(tool)
+        tool = self._page_for(tool)  # listed under the same name as the tool asked for
         session = self.pages.get(tool.session_id)
         room = session.room if session else ""
         for observer in self.observers:
@@ -554,7 +555,7 @@ class Hub:
         assert session is not None  # a call to a page that is gone is refused
         call = self.calls.open(room=session.room, session_id=session.id, tool_key=tool.key, arguments=arguments,
                                on_note=on_note, clock=clock)
-        invoke = messages.tool_invoke(call.call_id, tool.page_name, asked_for, arguments, mcp_request_id, asked)
+        invoke = messages.tool_invoke(call.call_id, tool.page_name, tool.key, arguments, mcp_request_id, asked)
         return await self._carried_out(session, call, asked, started,
                                         lambda: self.link.invoke(session, call.call_id, invoke, program_call))
 
@@ -640,7 +641,7 @@ class Hub:
             raise
         finally:
             asking.cancel()
-            self.calls.close(call, ended or Outcome(), remembered=ended is not None)
+            self.calls.close(call, ended)
             if ended is not None:
                 self._finished(session.room, tool.key, tool.session_id, ended, time.monotonic() - call.started)
 

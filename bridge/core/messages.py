@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 
+from bridge.core.prose import cut_text
+
 JSONValue = Any
 MessageId = str | int
 
@@ -192,8 +194,7 @@ def _non_finite(constant: str) -> None:
 def _finite(number: str) -> float:
     value = float(number)
     if math.isinf(value):  # 1e400: Python reads infinity, which no JSON can carry on to the agent
-        shown = number if len(number) <= 40 else number[:39] + "…"
-        raise ValueError(f"{shown} is not a JSON number (it overflows to infinity)")
+        raise ValueError(f"{cut_text(number, 40)} is not a JSON number (it overflows to infinity)")
     return value
 
 

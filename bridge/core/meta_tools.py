@@ -22,6 +22,7 @@ from bridge.code_mode import python_signature
 from bridge.core.catalog import Room, Tool
 from bridge.core.code_tool import RunProgram, run_code_definition
 from bridge.core.defaults import DEFAULTS, CodeConfig
+from bridge.core.prose import cut_text, prose_list
 from bridge.core.results import error_result
 
 SEARCH_LIMIT_MAX = 20
@@ -140,12 +141,12 @@ class MetaTools:
         if not alike:
             return ""
         quoted = [json.dumps(n) for n in alike]
-        return f" Did you mean {' or '.join(filter(None, (', '.join(quoted[:-1]), quoted[-1])))}?"
+        return f" Did you mean {prose_list(quoted, 'or')}?"
 
 
 def shown(name: str) -> str:
     """A name an agent gave, cut for an answer: the agent sent it, it needs no echo at length."""
-    return name if len(name) <= NAME_SHOWN_CHARS else name[: NAME_SHOWN_CHARS - 1] + "…"
+    return cut_text(name, NAME_SHOWN_CHARS)
 
 
 def _definitions(names: MetaToolNames) -> list[dict[str, Any]]:
@@ -233,7 +234,7 @@ def _match_parts(definition_json: str) -> MatchParts:
 def one_line(description: str, max_chars: int = MATCH_DESCRIPTION_CHARS) -> str:
     """The first line of a description, spaces collapsed, cut to `max_chars`."""
     line = " ".join(next((line for line in description.splitlines() if line.strip()), "").split())
-    return line if len(line) <= max_chars else line[: max_chars - 1].rstrip() + "…"
+    return cut_text(line, max_chars, rstrip=True)
 
 
 def parameters(schema: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -242,12 +243,8 @@ def parameters(schema: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     properties = properties if isinstance(properties, dict) else {}
     required_names = [n for n in schema.get("required", []) if isinstance(n, str)] \
         if isinstance(schema.get("required"), list) else []
-    required = {name: _cut(type_label(properties.get(name)), TYPE_LABEL_CHARS) for name in required_names}
+    required = {name: cut_text(type_label(properties.get(name)), TYPE_LABEL_CHARS) for name in required_names}
     return required, [name for name in properties if name not in required]
-
-
-def _cut(text: str, max_chars: int) -> str:
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def type_label(schema: Any) -> str:

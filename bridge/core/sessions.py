@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.core.messages import PageInfo
+from bridge.core.prose import cut_text
 
 OTHER_EVENTS_KEPT = 1000
 
@@ -30,7 +31,7 @@ def _shown(text: str, max_chars: int) -> str:
     """Page-given text inside the bridge's own words: on one line, cut, and with no square brackets,
     so that it cannot close the bridge's `[from …]` and write its own."""
     text = " ".join(text.split()).replace("[", "(").replace("]", ")")
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    return cut_text(text, max_chars)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,8 +64,9 @@ class Unreadable(Exception):
         self.status, self.code, self.extra = status, code, extra
 
 
-async def read_run_input(body: bytes, limits: dict[str, Limit]) -> RunAgentInput:
-    """The body as a RunAgentInput; `limits` by list name. Raises Unreadable."""
+async def read_run_input(body: bytes | bytearray, limits: dict[str, Limit]) -> RunAgentInput:
+    """The body as a RunAgentInput; `limits` by list name. Raises Unreadable. A bytearray is read as it
+    is (json.detect_encoding and decode take one): a body as large as the limit is not copied."""
     try:
         text = body.decode(json.detect_encoding(body), "surrogatepass")
     except UnicodeDecodeError as exc:

@@ -231,7 +231,7 @@ class AguiEndpoint:
             if len(body) > limit:
                 raise Refused(413, "too_large", f"The request exceeds {limit} bytes.")
         try:
-            return await read_run_input(bytes(body), self._limits), token
+            return await read_run_input(body, self._limits), token
         except Unreadable as exc:
             raise Refused(exc.status, exc.code, str(exc), **exc.extra) from None
 

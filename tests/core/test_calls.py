@@ -135,7 +135,7 @@ async def test_a_round_on_an_earlier_clock_times_out_at_its_deadline_before_fres
     assert outcome.kind == "timeout" and "agent did not answer" in outcome.error
     assert not fresh.future.done()
     assert [c.summary()["waiting_for"] for c in table.in_flight()] == ["page", "agent"]
-    table.close(waiting, outcome, remembered=False)  # a round that goes on elsewhere leaves no history
+    table.close(waiting, None)  # a round that goes on elsewhere leaves no history
     assert table.recent == [] and table.in_flight() == [fresh]
     table.close(fresh, Outcome.failure("cancelled", "x"))
     assert [c["outcome"] for c in table.recent] == ["cancelled"]

@@ -252,3 +252,24 @@ def test_names_stay_consistent_through_any_order_of_tabs_coming_changing_and_lea
                 assert now.page_name == page_name, f"{step}: {name} now reaches another tool"
         for t in tools:
             reached.setdefault(t.key, t.page_name)
+
+
+async def test_the_index_reads_again_only_the_tools_newly_listed_and_in_one_batch():
+    room = Room("r", ListingPolicy())
+    room.register("AAAAAAAA", "Shop", [definition("a"), definition("b")], origin="https://shop")
+    room.register("BBBBBBBB", "Shop 2", [definition("a"), definition("b")], origin="https://shop")  # tabs sharing
+    room.register("CCCCCCCC", None, [definition("c")])
+    added: list[list[str]] = []
+    index_add = room._index.add
+
+    def add(tools):
+        tools = list(tools)
+        added.append([tool.key for tool in tools])
+        index_add(tools)
+
+    room._index.add = add
+    room.unregister("CCCCCCCC")  # nobody's heir: nothing indexed again
+    assert added == []
+    room.unregister("AAAAAAAA")  # the other tab's tools take both names, read again at once
+    assert added == [["a", "b"]]
+    assert [tool.session_id for tool, _ in await room.search("b", 1)] == ["BBBBBBBB"]

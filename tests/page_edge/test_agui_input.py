@@ -29,7 +29,8 @@ FULL = run_input(
 ])
 async def test_a_body_read_in_slices_is_the_input_read_in_one_go(body):
     text = json.dumps(body, indent=1)  # whitespace between every token
-    for encoded in (text.encode(), text.encode("utf-16"), json.dumps(body, ensure_ascii=False).encode()):
+    for encoded in (text.encode(), text.encode("utf-16"), json.dumps(body, ensure_ascii=False).encode(),
+                    bytearray(text.encode("utf-16-le"))):  # the edge hands over the bytearray it read into
         got = await read_run_input(encoded, {"messages": Limit(100, "max_run_messages", "")})
         assert got == RunAgentInput.model_validate(json.loads(encoded))
         assert got.model_dump() == RunAgentInput.model_validate(body).model_dump()
