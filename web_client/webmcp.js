@@ -316,6 +316,7 @@ export function bridgeWebMCP(bridge, { modelContext = page.document?.modelContex
       for (const name of [...mirrored.keys()]) unmirror(name);
     },
   };
-  signal?.addEventListener("abort", () => handle.dispose(), { once: true });
+  if (signal?.aborted) handle.dispose();
+  else signal?.addEventListener("abort", () => handle.dispose(), { once: true });
   return handle;
 }

@@ -223,3 +223,20 @@ async def test_a_cancel_reaches_a_tool_run_through_execute_tool(browser, bridge)
         # The page goes on: the next call runs.
         result = await client.call_tool("add_numbers", {"a": 1, "b": 1})
         assert result.structured_content == {"sum": 2}
+
+
+async def test_bridging_with_an_aborted_signal_bridges_nothing(browser, bridge):
+    async with webmcp_page(browser, bridge, "chrome155") as page, mcp_client(bridge) as client:
+        await wait_for_tools(client, "add_numbers", "early_wait")
+        tools = await page.evaluate("""async (url) => {
+            const { bridgeWebMCP } = await import(`${url}/client/agui-bridge.js`);
+            const handle = bridgeWebMCP(window.bridge, {signal: AbortSignal.abort()});
+            await handle.ready;
+            return handle.tools;
+        }""", bridge.url)
+        assert tools == []
+        # The live bridging still serves what the page registers next, and only once.
+        await page.evaluate("""() => document.modelContext.registerTool({name: "after_abort", description: "After.",
+                                                                         execute: () => "after"})""")
+        await wait_for_tools(client, "after_abort")
+        assert await page.evaluate("webmcp.tools.filter((name) => name === 'after_abort').length") == 1
